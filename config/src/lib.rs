@@ -1,0 +1,403 @@
+//! sluice's configuration, layered (later wins):
+//!
+//! 1. built-in defaults ([`Config::default`], equal to `config/default.toml`),
+//! 2. `config/default.toml`, embedded in the binary,
+//! 3. the `--config FILE` file (TOML),
+//! 4. `SLUICE_*` environment variables, `__` separating sections
+//!    (`SLUICE_MEMPOOL__MAX_TXS=100000`),
+//! 5. command-line flags, passed as [`Overrides`].
+//!
+//! Unknown keys are errors, so a typo never silently falls back to a default.
+//! Every limit has its unit in its name.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use alloy_primitives::Address;
+use serde::{Deserialize, Serialize};
+
+/// The embedded default configuration file.
+pub const DEFAULT_TOML: &str = include_str!("../default.toml");
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A source could not be read or a value has the wrong type.
+    #[error("configuration error: {0}")]
+    Load(#[from] config::ConfigError),
+    /// Values parse but make no sense together.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// EVM rule set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Spec {
+    /// Cancun (Dencun) rules.
+    Cancun,
+    /// Prague (Pectra) rules, with EIP-7702.
+    Prague,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Chain parameters and genesis.
+    pub chain: ChainConfig,
+    /// JSON-RPC server.
+    pub rpc: RpcConfig,
+    /// Prometheus exporter.
+    pub metrics: MetricsConfig,
+    /// Mempool limits.
+    pub mempool: MempoolConfig,
+    /// Block production.
+    pub producer: ProducerConfig,
+    /// Mailboxes and workers between stages.
+    pub pipeline: PipelineConfig,
+    /// Chain data.
+    pub store: StoreConfig,
+}
+
+/// Chain parameters and genesis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainConfig {
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// EVM rules.
+    pub spec: Spec,
+    /// Receives priority fees.
+    pub coinbase: Address,
+    /// Constant base fee per gas, in wei.
+    pub base_fee_wei: u64,
+    /// Gas per block.
+    pub block_gas_limit: u64,
+    /// Optional geth-style genesis JSON; empty for none.
+    pub genesis_file: PathBuf,
+    /// Number of dev accounts derived from `mnemonic` and funded.
+    pub dev_accounts: u32,
+    /// Balance of each dev account, in ether.
+    pub dev_balance_eth: u64,
+    /// BIP-39 mnemonic of the dev accounts.
+    pub mnemonic: String,
+}
+
+/// JSON-RPC server limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RpcConfig {
+    /// Listen address.
+    pub addr: SocketAddr,
+    /// HTTP worker threads.
+    pub workers: usize,
+    /// Largest request body.
+    pub max_request_body_bytes: usize,
+    /// Most calls per batch.
+    pub max_batch_len: usize,
+    /// Largest response body.
+    pub max_response_bytes: usize,
+    /// Concurrent connections per worker.
+    pub max_connections_per_worker: usize,
+    /// Keep-alive timeout.
+    pub keep_alive_ms: u64,
+    /// Time allowed for a client to send its request head.
+    pub client_request_timeout_ms: u64,
+    /// Widest `eth_getLogs` block range.
+    pub max_logs_block_range: u64,
+    /// Most logs per `eth_getLogs` answer.
+    pub max_logs_results: usize,
+    /// Most blocks per `eth_feeHistory` answer.
+    pub max_fee_history_blocks: u64,
+}
+
+/// Prometheus exporter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Listen address of `/metrics`.
+    pub addr: SocketAddr,
+}
+
+/// Mempool limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MempoolConfig {
+    /// Number of shards.
+    pub shards: usize,
+    /// Transactions waiting, across shards.
+    pub max_txs: usize,
+    /// Raw bytes waiting, across shards.
+    pub max_bytes: usize,
+    /// Transactions of one sender admitted but not executed.
+    pub max_txs_per_sender: u32,
+    /// Largest raw transaction.
+    pub max_tx_size_bytes: usize,
+}
+
+/// Block production.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProducerConfig {
+    /// Longest wait before sealing a non-empty block.
+    pub block_time_ms: u64,
+    /// Most transactions per block.
+    pub max_block_txs: usize,
+    /// Most raw bytes per block.
+    pub max_block_bytes: usize,
+}
+
+/// Mailboxes and workers between stages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Nonce reservation mailbox.
+    pub admission_mailbox_msgs: usize,
+    /// Each mempool shard's mailbox.
+    pub shard_mailbox_msgs: usize,
+    /// Block producer mailbox.
+    pub producer_mailbox_msgs: usize,
+    /// Sealed blocks waiting for preparation.
+    pub prepare_mailbox_blocks: usize,
+    /// Prepared blocks waiting for execution.
+    pub prepare_ahead_blocks: usize,
+    /// Executed blocks waiting for commit.
+    pub commit_mailbox_blocks: usize,
+    /// Hashing and recovery threads.
+    pub prepare_workers: usize,
+    /// Prepared-transaction cache entries.
+    pub prepared_cache_txs: usize,
+}
+
+/// Chain data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Data directory.
+    pub data_dir: PathBuf,
+}
+
+/// Values given on the command line; `None` leaves the layers below alone.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--data-dir`.
+    pub data_dir: Option<PathBuf>,
+    /// `--rpc-addr`.
+    pub rpc_addr: Option<SocketAddr>,
+    /// `--metrics-addr`.
+    pub metrics_addr: Option<SocketAddr>,
+    /// `--chain-id`.
+    pub chain_id: Option<u64>,
+    /// `--block-time-ms`.
+    pub block_time_ms: Option<u64>,
+    /// `--max-block-txs`.
+    pub max_block_txs: Option<usize>,
+    /// `--block-gas-limit`.
+    pub block_gas_limit: Option<u64>,
+    /// `--dev-accounts`.
+    pub dev_accounts: Option<u32>,
+    /// `--genesis`.
+    pub genesis_file: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            chain: ChainConfig {
+                chain_id: 31337,
+                spec: Spec::Prague,
+                coinbase: Address::ZERO,
+                base_fee_wei: 1_000_000_000,
+                block_gas_limit: 150_000_000,
+                genesis_file: PathBuf::new(),
+                dev_accounts: 10,
+                dev_balance_eth: 10_000,
+                mnemonic: "test test test test test test test test test test test junk".into(),
+            },
+            rpc: RpcConfig {
+                addr: SocketAddr::from(([127, 0, 0, 1], 8545)),
+                workers: 2,
+                max_request_body_bytes: 5 * 1024 * 1024,
+                max_batch_len: 1000,
+                max_response_bytes: 25 * 1024 * 1024,
+                max_connections_per_worker: 512,
+                keep_alive_ms: 30_000,
+                client_request_timeout_ms: 5_000,
+                max_logs_block_range: 10_000,
+                max_logs_results: 20_000,
+                max_fee_history_blocks: 1024,
+            },
+            metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
+            mempool: MempoolConfig {
+                shards: 4,
+                max_txs: 50_000,
+                max_bytes: 64 * 1024 * 1024,
+                max_txs_per_sender: 1024,
+                max_tx_size_bytes: 128 * 1024,
+            },
+            producer: ProducerConfig { block_time_ms: 200, max_block_txs: 5000, max_block_bytes: 16 * 1024 * 1024 },
+            pipeline: PipelineConfig {
+                admission_mailbox_msgs: 1024,
+                shard_mailbox_msgs: 1024,
+                producer_mailbox_msgs: 64,
+                prepare_mailbox_blocks: 2,
+                prepare_ahead_blocks: 2,
+                commit_mailbox_blocks: 2,
+                prepare_workers: 2,
+                prepared_cache_txs: 15_000,
+            },
+            store: StoreConfig { data_dir: PathBuf::from("./sluice-data") },
+        }
+    }
+}
+
+impl Config {
+    /// Loads the layers: embedded defaults, then `file`, then the environment
+    /// (`env`: pairs such as `("SLUICE_RPC__ADDR", "...")`, normally
+    /// `std::env::vars()`), then `overrides`.
+    pub fn load(
+        file: Option<&std::path::Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
+        use config::{Environment, File, FileFormat};
+        let env_map: std::collections::HashMap<String, String> =
+            env.into_iter().filter(|(k, _)| k.starts_with("SLUICE_")).collect();
+        let mut builder =
+            config::Config::builder().add_source(File::from_str(DEFAULT_TOML, FileFormat::Toml));
+        if let Some(path) = file {
+            builder = builder.add_source(File::from(path).format(FileFormat::Toml).required(true));
+        }
+        builder = builder.add_source(
+            Environment::with_prefix("SLUICE")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(env_map)),
+        );
+        let mut cfg: Config = builder.build()?.try_deserialize()?;
+        cfg.apply(overrides);
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn apply(&mut self, o: &Overrides) {
+        if let Some(v) = &o.data_dir {
+            self.store.data_dir = v.clone();
+        }
+        if let Some(v) = o.rpc_addr {
+            self.rpc.addr = v;
+        }
+        if let Some(v) = o.metrics_addr {
+            self.metrics.addr = v;
+        }
+        if let Some(v) = o.chain_id {
+            self.chain.chain_id = v;
+        }
+        if let Some(v) = o.block_time_ms {
+            self.producer.block_time_ms = v;
+        }
+        if let Some(v) = o.max_block_txs {
+            self.producer.max_block_txs = v;
+        }
+        if let Some(v) = o.block_gas_limit {
+            self.chain.block_gas_limit = v;
+        }
+        if let Some(v) = o.dev_accounts {
+            self.chain.dev_accounts = v;
+        }
+        if let Some(v) = &o.genesis_file {
+            self.chain.genesis_file = v.clone();
+        }
+    }
+
+    /// Rejects values that parse but cannot work: zero-sized bounds (a bound
+    /// of zero would deadlock the pipeline or refuse everything) and limits
+    /// that contradict each other.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive: [(&str, u64); 17] = [
+            ("chain.chain_id", self.chain.chain_id),
+            ("chain.block_gas_limit", self.chain.block_gas_limit),
+            ("rpc.workers", self.rpc.workers as u64),
+            ("rpc.max_request_body_bytes", self.rpc.max_request_body_bytes as u64),
+            ("rpc.max_batch_len", self.rpc.max_batch_len as u64),
+            ("rpc.max_response_bytes", self.rpc.max_response_bytes as u64),
+            ("rpc.max_connections_per_worker", self.rpc.max_connections_per_worker as u64),
+            ("mempool.shards", self.mempool.shards as u64),
+            ("mempool.max_txs", self.mempool.max_txs as u64),
+            ("mempool.max_txs_per_sender", u64::from(self.mempool.max_txs_per_sender)),
+            ("producer.block_time_ms", self.producer.block_time_ms),
+            ("producer.max_block_txs", self.producer.max_block_txs as u64),
+            ("pipeline.admission_mailbox_msgs", self.pipeline.admission_mailbox_msgs as u64),
+            ("pipeline.shard_mailbox_msgs", self.pipeline.shard_mailbox_msgs as u64),
+            ("pipeline.prepare_ahead_blocks", self.pipeline.prepare_ahead_blocks as u64),
+            ("pipeline.commit_mailbox_blocks", self.pipeline.commit_mailbox_blocks as u64),
+            ("pipeline.prepare_workers", self.pipeline.prepare_workers as u64),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(ConfigError::Invalid(format!("{name} must be greater than 0")));
+            }
+        }
+        if self.pipeline.prepare_mailbox_blocks == 0 || self.pipeline.producer_mailbox_msgs == 0 {
+            return Err(ConfigError::Invalid("pipeline mailboxes must be greater than 0".into()));
+        }
+        if self.mempool.max_tx_size_bytes > self.mempool.max_bytes
+            || self.mempool.max_tx_size_bytes > self.producer.max_block_bytes
+        {
+            return Err(ConfigError::Invalid(
+                "mempool.max_tx_size_bytes exceeds mempool.max_bytes or producer.max_block_bytes".into(),
+            ));
+        }
+        if self.chain.block_gas_limit < 21_000 {
+            return Err(ConfigError::Invalid("chain.block_gas_limit is below 21000".into()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env() -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    #[test]
+    fn embedded_default_toml_equals_builtin_defaults() {
+        let cfg = Config::load(None, no_env(), &Overrides::default()).unwrap();
+        assert_eq!(cfg, Config::default());
+    }
+
+    #[test]
+    fn layers_apply_in_order_file_env_flags() {
+        let dir = std::env::temp_dir().join(format!("sluice-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(&file, "[mempool]\nmax_txs = 7\nshards = 3\n[producer]\nblock_time_ms = 50\n").unwrap();
+        let env = vec![
+            ("SLUICE_MEMPOOL__MAX_TXS".to_string(), "9".to_string()),
+            ("SLUICE_PRODUCER__BLOCK_TIME_MS".to_string(), "60".to_string()),
+            ("OTHER".to_string(), "x".to_string()),
+        ];
+        let flags = Overrides { block_time_ms: Some(70), ..Default::default() };
+        let cfg = Config::load(Some(&file), env, &flags).unwrap();
+        assert_eq!(cfg.mempool.shards, 3, "file beats defaults");
+        assert_eq!(cfg.mempool.max_txs, 9, "env beats file");
+        assert_eq!(cfg.producer.block_time_ms, 70, "flags beat env");
+        assert_eq!(cfg.mempool.max_txs_per_sender, 1024, "untouched keys keep defaults");
+    }
+
+    #[test]
+    fn unknown_keys_and_zero_bounds_are_errors() {
+        let dir = std::env::temp_dir().join(format!("sluice-cfg-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("bad.toml");
+        std::fs::write(&file, "[mempool]\nmax_txz = 7\n").unwrap();
+        assert!(Config::load(Some(&file), no_env(), &Overrides::default()).is_err());
+        let env = vec![("SLUICE_PIPELINE__COMMIT_MAILBOX_BLOCKS".to_string(), "0".to_string())];
+        let err = Config::load(None, env, &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("commit_mailbox_blocks"), "{err}");
+    }
+}

@@ -1,0 +1,25 @@
+//! The vocabulary of sluice: plain data that crosses actor mailboxes and,
+//! through [`wire`], leaves the process.
+//!
+//! Nothing here has behaviour beyond construction, hashing of its own bytes
+//! and conversion to and from the protobuf wire format. Actors, engines and
+//! the RPC layer all speak these types, so this crate depends on no other
+//! sluice crate.
+//!
+//! Layout:
+//! - [`tx`]: a transaction as admitted (raw bytes, hash, decoded form, sender).
+//! - [`block`]: headers, sealed blocks (raw transactions) and prepared blocks.
+//! - [`receipt`]: execution results per transaction, with logs.
+//! - [`changes`]: a block's state change set in canonical order.
+//! - [`wire`]: the protobuf (prost) schema used by the store and, later, peers.
+
+pub mod block;
+pub mod changes;
+pub mod receipt;
+pub mod tx;
+pub mod wire;
+
+pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock};
+pub use changes::{AccountChange, ChangeSet, CodeChange};
+pub use receipt::{Log, Receipt};
+pub use tx::{keccak256, PreparedTx, RecoveredTx};

@@ -1,0 +1,27 @@
+//! sluice's state and chain store.
+//!
+//! Only store commit writes state ([`Store::commit`]). Readers (RPC, the
+//! executor) see whole committed blocks, never half of one; the executor
+//! reads blocks that are executed but not yet committed through an
+//! [`Overlay`].
+//!
+//! Layout:
+//! - [`reader`]: the [`StateReader`] trait every state source implements.
+//! - [`chain`]: the committed chain ([`Store`]): blocks, receipts, state.
+//! - [`state`]: current state in memory.
+//! - [`overlay`]: executed-but-uncommitted blocks over the store.
+//! - [`apphash`]: the chained blake3 app hash.
+//! - [`genesis`], [`genesis_json`]: genesis allocation, dev and geth-style.
+
+pub mod apphash;
+pub mod chain;
+pub mod genesis;
+pub mod genesis_json;
+pub mod overlay;
+pub mod reader;
+pub mod state;
+
+pub use chain::{LogEntry, LogFilter, Store, StoredBlock};
+pub use genesis::{Genesis, GenesisAccount};
+pub use overlay::{Layer, Overlay};
+pub use reader::{Account, StateReader, StoreError, EMPTY_CODE_HASH};

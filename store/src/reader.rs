@@ -1,0 +1,58 @@
+//! Reading state.
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+
+/// Keccak of empty code.
+pub const EMPTY_CODE_HASH: B256 = alloy_primitives::KECCAK256_EMPTY;
+
+/// An account's scalar fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Account {
+    /// Balance in wei.
+    pub balance: U256,
+    /// Nonce.
+    pub nonce: u64,
+    /// Keccak of the code ([`EMPTY_CODE_HASH`] for none).
+    pub code_hash: B256,
+}
+
+impl Default for Account {
+    fn default() -> Self {
+        Account { balance: U256::ZERO, nonce: 0, code_hash: EMPTY_CODE_HASH }
+    }
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The underlying storage failed to read or write.
+    #[error("storage I/O error: {0}")]
+    Io(String),
+    /// Stored data is corrupt or from another chain.
+    #[error("corrupt store: {0}")]
+    Corrupt(String),
+    /// An earlier commit failed; the store accepts no more writes.
+    #[error("store halted after a failed commit: {0}")]
+    Halted(String),
+    /// A block was committed out of order.
+    #[error("block {got} committed out of order, expected {expected}")]
+    OutOfOrder {
+        /// The height expected next.
+        expected: u64,
+        /// The height offered.
+        got: u64,
+    },
+}
+
+/// A consistent view of state at some height. Implemented by the committed
+/// store, by overlays of executed-but-uncommitted blocks, and by test states.
+pub trait StateReader: Send + Sync {
+    /// The account at `address`, or `None` if it does not exist.
+    fn account(&self, address: &Address) -> Result<Option<Account>, StoreError>;
+    /// Code by its hash (empty for unknown hashes).
+    fn code(&self, hash: &B256) -> Result<Bytes, StoreError>;
+    /// A storage slot (zero when unset).
+    fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError>;
+    /// The hash of block `number`, or zero when unknown (BLOCKHASH semantics).
+    fn block_hash(&self, number: u64) -> Result<B256, StoreError>;
+}

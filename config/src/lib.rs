@@ -235,7 +235,11 @@ impl Default for Config {
                 max_txs_per_sender: 1024,
                 max_tx_size_bytes: 128 * 1024,
             },
-            producer: ProducerConfig { block_time_ms: 200, max_block_txs: 5000, max_block_bytes: 16 * 1024 * 1024 },
+            producer: ProducerConfig {
+                block_time_ms: 200,
+                max_block_txs: 5000,
+                max_block_bytes: 16 * 1024 * 1024,
+            },
             pipeline: PipelineConfig {
                 admission_mailbox_msgs: 1024,
                 shard_mailbox_msgs: 1024,
@@ -375,7 +379,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sluice-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("c.toml");
-        std::fs::write(&file, "[mempool]\nmax_txs = 7\nshards = 3\n[producer]\nblock_time_ms = 50\n").unwrap();
+        std::fs::write(&file, "[mempool]\nmax_txs = 7\nshards = 3\n[producer]\nblock_time_ms = 50\n")
+            .unwrap();
         let env = vec![
             ("SLUICE_MEMPOOL__MAX_TXS".to_string(), "9".to_string()),
             ("SLUICE_PRODUCER__BLOCK_TIME_MS".to_string(), "60".to_string()),

@@ -66,8 +66,9 @@ pub struct ExecutedBlock {
     pub skipped: Vec<(B256, String)>,
     /// Total gas used by applied transactions.
     pub gas_used: u64,
-    /// The block's state changes, canonical order.
-    pub changes: ChangeSet,
+    /// The block's state changes, canonical order. Shared: the finalizer's
+    /// overlay reads it while store commit writes it.
+    pub changes: Arc<ChangeSet>,
     /// The chained app hash after this block (filled by store commit).
     pub app_hash: B256,
 }

@@ -42,6 +42,9 @@ impl RecoveredTx {
 /// A block transaction after preparation: decoded with its sender, or the
 /// reason it cannot be (it then executes as "not applicable" and is left out
 /// of the block's results deterministically).
+// Nearly every entry is `Ready`, so boxing it would only add an allocation
+// per transaction without saving memory.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum PreparedTx {
     /// Decoded and recovered.

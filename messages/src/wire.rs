@@ -194,9 +194,7 @@ fn opt_addr(field: &'static str, v: &[u8]) -> Result<Option<Address>, WireError>
 }
 
 fn u256(field: &'static str, v: &[u8]) -> Result<U256, WireError> {
-    U256::try_from_be_slice(v)
-        .filter(|_| v.len() == 32)
-        .ok_or(WireError::BadLength { field, len: v.len() })
+    U256::try_from_be_slice(v).filter(|_| v.len() == 32).ok_or(WireError::BadLength { field, len: v.len() })
 }
 
 impl From<&BlockHeader> for HeaderProto {
@@ -286,11 +284,9 @@ impl From<&Receipt> for ReceiptProto {
 impl TryFrom<&ReceiptProto> for Receipt {
     type Error = WireError;
     fn try_from(p: &ReceiptProto) -> Result<Self, WireError> {
-        let price: [u8; 16] = p
-            .effective_gas_price
-            .as_slice()
-            .try_into()
-            .map_err(|_| WireError::BadLength { field: "effective_gas_price", len: p.effective_gas_price.len() })?;
+        let price: [u8; 16] = p.effective_gas_price.as_slice().try_into().map_err(|_| {
+            WireError::BadLength { field: "effective_gas_price", len: p.effective_gas_price.len() }
+        })?;
         let mut logs = Vec::with_capacity(p.logs.len());
         for l in &p.logs {
             logs.push(Log {
@@ -301,7 +297,8 @@ impl TryFrom<&ReceiptProto> for Receipt {
         }
         Ok(Receipt {
             tx_hash: b256("tx_hash", &p.tx_hash)?,
-            tx_type: u8::try_from(p.tx_type).map_err(|_| WireError::BadLength { field: "tx_type", len: 4 })?,
+            tx_type: u8::try_from(p.tx_type)
+                .map_err(|_| WireError::BadLength { field: "tx_type", len: 4 })?,
             index: p.index,
             from: addr("from", &p.from)?,
             to: opt_addr("to", &p.to)?,
@@ -352,7 +349,10 @@ impl TryFrom<&ChangeSetProto> for ChangeSet {
             let code = if a.code_hash.is_empty() {
                 None
             } else {
-                Some(CodeChange { hash: b256("code_hash", &a.code_hash)?, code: Bytes::copy_from_slice(&a.code) })
+                Some(CodeChange {
+                    hash: b256("code_hash", &a.code_hash)?,
+                    code: Bytes::copy_from_slice(&a.code),
+                })
             };
             let mut storage = Vec::with_capacity(a.storage.len());
             for s in &a.storage {
@@ -418,10 +418,16 @@ mod tests {
             gas_used: 21_000,
             cumulative_gas_used: 42_000,
             effective_gas_price: 1_000_000_007,
-            logs: vec![Log { address: Address::repeat_byte(6), topics: vec![B256::ZERO], data: Bytes::from_static(b"x") }],
+            logs: vec![Log {
+                address: Address::repeat_byte(6),
+                topics: vec![B256::ZERO],
+                data: Bytes::from_static(b"x"),
+            }],
             output: Bytes::new(),
         };
-        let back = Receipt::try_from(&decode::<ReceiptProto>(&ReceiptProto::from(&r).encode_to_vec()).unwrap()).unwrap();
+        let back =
+            Receipt::try_from(&decode::<ReceiptProto>(&ReceiptProto::from(&r).encode_to_vec()).unwrap())
+                .unwrap();
         assert_eq!(back, r);
 
         let c = ChangeSet {
@@ -435,14 +441,20 @@ mod tests {
                 storage: vec![(U256::from(1), U256::from(2))],
             }],
         };
-        let back = ChangeSet::try_from(&decode::<ChangeSetProto>(&ChangeSetProto::from(&c).encode_to_vec()).unwrap()).unwrap();
+        let back = ChangeSet::try_from(
+            &decode::<ChangeSetProto>(&ChangeSetProto::from(&c).encode_to_vec()).unwrap(),
+        )
+        .unwrap();
         assert_eq!(back, c);
     }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         assert!(decode::<BlockProto>(&[0xff, 0xff, 0xff]).is_err());
-        let p = BlockProto { header: Some(HeaderProto { parent_hash: vec![1, 2], ..Default::default() }), txs: vec![] };
+        let p = BlockProto {
+            header: Some(HeaderProto { parent_hash: vec![1, 2], ..Default::default() }),
+            txs: vec![],
+        };
         assert!(matches!(SealedBlock::try_from(&p), Err(WireError::BadLength { field: "parent_hash", .. })));
         assert_eq!(SealedBlock::try_from(&BlockProto::default()).unwrap_err(), WireError::Missing("header"));
     }

@@ -274,7 +274,11 @@ impl StateReader for Store {
     }
     fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
         let inner = self.inner.read();
-        Ok(usize::try_from(number).ok().and_then(|n| inner.blocks.get(n)).map(|b| b.block.hash).unwrap_or_default())
+        Ok(usize::try_from(number)
+            .ok()
+            .and_then(|n| inner.blocks.get(n))
+            .map(|b| b.block.hash)
+            .unwrap_or_default())
     }
 }
 

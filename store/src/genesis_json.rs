@@ -105,7 +105,12 @@ impl Genesis {
                 _ => Bytes::new(),
             };
             let account = GenesisAccount {
-                balance: acct.balance.as_ref().map(|b| parse_u256(&field, b)).transpose()?.unwrap_or_default(),
+                balance: acct
+                    .balance
+                    .as_ref()
+                    .map(|b| parse_u256(&field, b))
+                    .transpose()?
+                    .unwrap_or_default(),
                 nonce: acct.nonce.as_ref().map(|n| parse_u64(&field, n)).transpose()?.unwrap_or_default(),
                 code,
                 storage,
@@ -114,9 +119,24 @@ impl Genesis {
         }
         Ok(Genesis {
             chain_id: g.config.chain_id.unwrap_or(defaults.chain_id),
-            timestamp: g.timestamp.as_ref().map(|t| parse_u64("timestamp", t)).transpose()?.unwrap_or(defaults.timestamp),
-            gas_limit: g.gas_limit.as_ref().map(|t| parse_u64("gasLimit", t)).transpose()?.unwrap_or(defaults.gas_limit),
-            base_fee: g.base_fee.as_ref().map(|t| parse_u64("baseFeePerGas", t)).transpose()?.unwrap_or(defaults.base_fee),
+            timestamp: g
+                .timestamp
+                .as_ref()
+                .map(|t| parse_u64("timestamp", t))
+                .transpose()?
+                .unwrap_or(defaults.timestamp),
+            gas_limit: g
+                .gas_limit
+                .as_ref()
+                .map(|t| parse_u64("gasLimit", t))
+                .transpose()?
+                .unwrap_or(defaults.gas_limit),
+            base_fee: g
+                .base_fee
+                .as_ref()
+                .map(|t| parse_u64("baseFeePerGas", t))
+                .transpose()?
+                .unwrap_or(defaults.base_fee),
             coinbase: match g.coinbase {
                 Some(c) => c.parse().map_err(|e| err("coinbase", e))?,
                 None => defaults.coinbase,
@@ -169,8 +189,11 @@ mod tests {
     fn bad_fields_are_named() {
         let e = Genesis::from_geth_json(r#"{"alloc":{"0x12":{}}}"#, &defaults()).unwrap_err();
         assert!(e.to_string().contains("alloc.0x12"), "{e}");
-        let e = Genesis::from_geth_json(r#"{"alloc":{"0x1000000000000000000000000000000000000001":{"balance":"zz"}}}"#, &defaults())
-            .unwrap_err();
+        let e = Genesis::from_geth_json(
+            r#"{"alloc":{"0x1000000000000000000000000000000000000001":{"balance":"zz"}}}"#,
+            &defaults(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("alloc."), "{e}");
         assert!(Genesis::from_geth_json("[", &defaults()).is_err());
     }

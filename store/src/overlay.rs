@@ -28,7 +28,12 @@ impl Layer {
     /// Indexes a change set.
     pub fn new(number: u64, hash: B256, changes: Arc<ChangeSet>) -> Layer {
         let index = changes.accounts.iter().enumerate().map(|(i, a)| (a.address, i)).collect();
-        let codes = changes.accounts.iter().filter_map(|a| a.code.as_ref()).map(|c| (c.hash, c.code.clone())).collect();
+        let codes = changes
+            .accounts
+            .iter()
+            .filter_map(|a| a.code.as_ref())
+            .map(|c| (c.hash, c.code.clone()))
+            .collect();
         Layer { number, hash, changes, index, codes }
     }
 

@@ -1,0 +1,166 @@
+//! The finalizer: executes prepared blocks strictly in order.
+//!
+//! Runs alone on its own OS thread. It reads state through an overlay of
+//! blocks it has executed but store commit has not yet written, so block
+//! N+1 executes while block N is being committed; the commit mailbox holds
+//! `commit_mailbox_blocks`, which bounds the overlay too. Execution goes
+//! through the [`BlockExecutor`] interface (sequential today, OCC later).
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
+
+use actix::prelude::*;
+use alloy_primitives::Address;
+use sluice_executor::BlockExecutor;
+use sluice_messages::{ExecutedBlock, PreparedBlock, PreparedTx};
+use sluice_store::{Layer, Overlay, StateReader, Store};
+
+use crate::{
+    mailbox::{MailboxReceiver, MailboxSender},
+    metrics::{self as m, ActorMetrics},
+    protocol::{CommitMsg, ExecuteMsg, SenderProgress},
+};
+
+/// The finalizer actor.
+pub struct Finalizer {
+    executor: Box<dyn BlockExecutor + Send>,
+    overlay: Overlay<Arc<Store>>,
+    committed: Arc<AtomicU64>,
+    commit: MailboxSender<CommitMsg>,
+    rx: Option<MailboxReceiver<ExecuteMsg>>,
+    metrics: ActorMetrics,
+}
+
+impl Finalizer {
+    /// A finalizer over `store`, publishing to `commit`. `committed` is the
+    /// height store commit has made durable; layers at or below it are
+    /// dropped from the overlay.
+    pub fn new(
+        executor: Box<dyn BlockExecutor + Send>,
+        store: Arc<Store>,
+        committed: Arc<AtomicU64>,
+        commit: MailboxSender<CommitMsg>,
+        rx: MailboxReceiver<ExecuteMsg>,
+    ) -> Self {
+        Finalizer {
+            executor,
+            overlay: Overlay::new(store),
+            committed,
+            commit,
+            rx: Some(rx),
+            metrics: ActorMetrics::new("finalizer"),
+        }
+    }
+
+    fn execute(&mut self, block: PreparedBlock) -> Option<CommitMsg> {
+        self.overlay.committed(self.committed.load(Ordering::Acquire));
+        let number = block.block.header.number;
+        let start = Instant::now();
+        let outcome = match self.executor.execute(&self.overlay, &block) {
+            Ok(o) => o,
+            Err(e) => {
+                // Only a state read can fail; executing on state we could
+                // not read would diverge, so the node halts instead.
+                tracing::error!(number, error = %e, "block execution failed; halting the store");
+                self.overlay.base().halt(format!("execution of block {number} failed: {e}"));
+                metrics::gauge!(m::STORE_HALTED).set(1.0);
+                return None;
+            }
+        };
+        metrics::histogram!(m::EXECUTE_SECONDS).record(start.elapsed().as_secs_f64());
+        metrics::histogram!(m::BLOCK_GAS_USED).record(outcome.gas_used as f64);
+        metrics::gauge!(m::EXECUTED_HEIGHT).set(number as f64);
+        if !outcome.skipped.is_empty() {
+            metrics::counter!(m::TXS_SKIPPED).increment(outcome.skipped.len() as u64);
+            for (hash, reason) in &outcome.skipped {
+                tracing::warn!(number, tx = %hash, reason, "transaction not applicable at its position; dropped");
+            }
+        }
+        let raw_index = raw_positions(&block, &outcome.receipts);
+        let changes = Arc::new(outcome.changes);
+        self.overlay.push(Layer::new(number, block.block.hash, Arc::clone(&changes)));
+        let senders = self.sender_progress(&block);
+        Some(CommitMsg {
+            block: ExecutedBlock {
+                block: block.block,
+                receipts: outcome.receipts,
+                raw_index,
+                skipped: outcome.skipped,
+                gas_used: outcome.gas_used,
+                changes,
+                app_hash: Default::default(),
+            },
+            senders,
+        })
+    }
+
+    /// Each sender of the block with its transaction count and its nonce
+    /// after the block (read through the overlay, which now holds it).
+    fn sender_progress(&self, block: &PreparedBlock) -> Vec<SenderProgress> {
+        let mut counts: HashMap<Address, u32> = HashMap::new();
+        for tx in &block.txs {
+            if let PreparedTx::Ready(tx) = tx {
+                *counts.entry(tx.sender).or_default() += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .map(|(address, count)| {
+                let nonce =
+                    self.overlay.account(&address).ok().flatten().map(|a| a.nonce).unwrap_or_default();
+                SenderProgress { address, count, nonce }
+            })
+            .collect()
+    }
+}
+
+/// For each receipt, the index of its transaction in the block (receipts
+/// follow block order; skipped transactions have none).
+fn raw_positions(block: &PreparedBlock, receipts: &[sluice_messages::Receipt]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(receipts.len());
+    let mut next = 0;
+    for r in receipts {
+        while next < block.txs.len() {
+            next += 1;
+            if block.txs[next - 1].hash() == r.tx_hash {
+                out.push((next - 1) as u32);
+                break;
+            }
+        }
+    }
+    out
+}
+
+impl Actor for Finalizer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(rx) = self.rx.take() {
+            ctx.add_stream(rx.into_stream());
+        }
+    }
+}
+
+impl StreamHandler<ExecuteMsg> for Finalizer {
+    fn handle(&mut self, msg: ExecuteMsg, _ctx: &mut Context<Self>) {
+        let start = Instant::now();
+        if self.overlay.base().halted().is_some() {
+            // Never build on state that could not be persisted.
+            self.metrics.handled(start);
+            return;
+        }
+        if let Some(commit) = self.execute(msg.block) {
+            let number = commit.block.block.header.number;
+            if self.commit.send_blocking(commit).is_err() {
+                tracing::error!(number, "store commit stopped; executed block not delivered");
+            }
+        }
+        self.metrics.handled(start);
+    }
+}

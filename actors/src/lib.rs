@@ -1,0 +1,40 @@
+//! sluice's pipeline: one actor per stage, joined by bounded mailboxes.
+//!
+//! ```text
+//!  HTTP JSON-RPC ──▶ admission ──▶ nonce ──▶ mempool ──▶ block ──▶ block ──▶ finalizer ──▶ store
+//!  (actix-web)      (decode,      reserve-   shards     producer  prepar-   (ordered     commit
+//!                    recover)     ation      (FIFO)               ation      revm)       (app hash)
+//!                                   ▲                                                      │
+//!                                   └──────────── committed senders' progress ─────────────┘
+//! ```
+//! Every arrow is a bounded mailbox ([`mailbox`]); a full mailbox makes the
+//! stage before it wait, and a full mempool makes admission answer
+//! `txpool is full`.
+//!
+//! Layout:
+//! - [`node`]: assembly, threads and shutdown order.
+//! - [`protocol`]: the messages each actor accepts.
+//! - [`mailbox`]: bounded mailboxes with depth metrics.
+//! - [`admission`], [`nonce`], [`shard`], [`producer`], [`preparer`],
+//!   [`finalizer`], [`committer`]: the stages, one actor per file.
+//! - [`rpc`]: JSON-RPC over HTTP.
+//! - [`pending`]: in-flight transactions by hash.
+//! - [`metrics`]: metric names and the Prometheus exporter.
+//! - [`dev_accounts`]: mnemonic-derived dev keys.
+
+pub mod admission;
+pub mod committer;
+pub mod dev_accounts;
+pub mod finalizer;
+pub mod mailbox;
+pub mod metrics;
+pub mod node;
+pub mod nonce;
+pub mod pending;
+pub mod preparer;
+pub mod producer;
+pub mod protocol;
+pub mod rpc;
+pub mod shard;
+
+pub use node::{build_genesis, Node, NodeError};

@@ -1,0 +1,162 @@
+//! Metric names, help texts and the Prometheus exporter.
+//!
+//! Names follow Prometheus conventions: the `sluice_` prefix, base units
+//! (`_seconds`, `_bytes`), counters ending in `_total`. Histograms have real
+//! buckets (not summaries) so `histogram_quantile` works in Grafana.
+
+use std::net::SocketAddr;
+
+use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder};
+
+/// Messages waiting in an actor's mailbox (label `actor`).
+pub const MAILBOX_DEPTH: &str = "sluice_mailbox_depth";
+/// An actor's mailbox bound.
+pub const MAILBOX_CAPACITY: &str = "sluice_mailbox_capacity";
+/// The most messages ever seen waiting in an actor's mailbox.
+pub const MAILBOX_HIGH_WATER: &str = "sluice_mailbox_high_water";
+/// Messages refused because the mailbox was full.
+pub const MAILBOX_REJECTED: &str = "sluice_mailbox_rejected_total";
+/// Messages handled by an actor.
+pub const ACTOR_MESSAGES: &str = "sluice_actor_messages_total";
+/// Time an actor spent handling one message.
+pub const ACTOR_HANDLE_SECONDS: &str = "sluice_actor_handle_seconds";
+/// Height of the last block sealed by the producer.
+pub const PRODUCED_HEIGHT: &str = "sluice_pipeline_produced_height";
+/// Height of the last block prepared (decoded, senders recovered).
+pub const PREPARED_HEIGHT: &str = "sluice_pipeline_prepared_height";
+/// Height of the last block executed.
+pub const EXECUTED_HEIGHT: &str = "sluice_pipeline_executed_height";
+/// Height of the last block committed.
+pub const COMMITTED_HEIGHT: &str = "sluice_pipeline_committed_height";
+/// Transactions per sealed block.
+pub const BLOCK_TXS: &str = "sluice_block_txs";
+/// Time between consecutive sealed blocks.
+pub const BLOCK_INTERVAL_SECONDS: &str = "sluice_block_interval_seconds";
+/// Gas used per executed block.
+pub const BLOCK_GAS_USED: &str = "sluice_block_gas_used";
+/// Transactions that could not be applied at their position.
+pub const TXS_SKIPPED: &str = "sluice_txs_skipped_total";
+/// Transactions included (applied) in committed blocks.
+pub const TXS_INCLUDED: &str = "sluice_txs_included_total";
+/// Time to execute a block.
+pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
+/// Time to prepare a block.
+pub const PREPARE_SECONDS: &str = "sluice_prepare_block_seconds";
+/// Time to commit a block.
+pub const COMMIT_SECONDS: &str = "sluice_commit_block_seconds";
+/// JSON-RPC calls by method.
+pub const RPC_REQUESTS: &str = "sluice_rpc_requests_total";
+/// JSON-RPC call latency by method.
+pub const RPC_SECONDS: &str = "sluice_rpc_request_seconds";
+/// JSON-RPC errors by code.
+pub const RPC_ERRORS: &str = "sluice_rpc_errors_total";
+/// Transactions offered to admission, by result.
+pub const TX_ADMISSION: &str = "sluice_tx_admission_total";
+/// Time a transaction spends in nonce reservation.
+pub const NONCE_RESERVE_SECONDS: &str = "sluice_nonce_reserve_seconds";
+/// Transactions waiting in the mempool.
+pub const MEMPOOL_TXS: &str = "sluice_mempool_txs";
+/// Raw bytes waiting in the mempool.
+pub const MEMPOOL_BYTES: &str = "sluice_mempool_bytes";
+/// Transactions waiting per mempool shard (label `shard`).
+pub const MEMPOOL_SHARD_TXS: &str = "sluice_mempool_shard_txs";
+/// Senders with admitted, unexecuted transactions.
+pub const NONCE_SENDERS: &str = "sluice_nonce_tracked_senders";
+/// Prepared-transaction cache lookups that found the sender.
+pub const CACHE_HITS: &str = "sluice_prepared_cache_hits_total";
+/// Prepared-transaction cache lookups that had to recover.
+pub const CACHE_MISSES: &str = "sluice_prepared_cache_misses_total";
+/// Prepared-transaction cache entries evicted.
+pub const CACHE_EVICTIONS: &str = "sluice_prepared_cache_evictions_total";
+/// Prepared-transaction cache entries held.
+pub const CACHE_SIZE: &str = "sluice_prepared_cache_entries";
+/// Build information (labels `version`), always 1.
+pub const BUILD_INFO: &str = "sluice_build_info";
+/// 1 while the store is halted after a failed commit.
+pub const STORE_HALTED: &str = "sluice_store_halted";
+
+/// Buckets for handle and request latencies: 10 us to 10 s.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    0.5, 1.0, 2.5, 10.0,
+];
+/// Buckets for transactions per block.
+const TX_COUNT_BUCKETS: &[f64] =
+    &[1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 10000.0];
+/// Buckets for gas per block.
+const GAS_BUCKETS: &[f64] = &[21_000.0, 1e5, 1e6, 5e6, 1e7, 3e7, 6e7, 1e8, 1.5e8, 3e8];
+
+/// Installs the global recorder and serves `/metrics` on `addr` from its own
+/// thread (so a busy pipeline never delays a scrape).
+pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
+    PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)?
+        .set_buckets_for_metric(Matcher::Full(BLOCK_TXS.into()), TX_COUNT_BUCKETS)?
+        .set_buckets_for_metric(Matcher::Full(BLOCK_GAS_USED.into()), GAS_BUCKETS)?
+        .install()?;
+    describe();
+    metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+    Ok(())
+}
+
+fn describe() {
+    describe_gauge!(MAILBOX_DEPTH, "Messages waiting in the actor's mailbox");
+    describe_gauge!(MAILBOX_CAPACITY, "The actor's mailbox bound");
+    describe_gauge!(MAILBOX_HIGH_WATER, "Most messages ever seen waiting in the actor's mailbox");
+    describe_counter!(MAILBOX_REJECTED, "Messages refused because the actor's mailbox was full");
+    describe_counter!(ACTOR_MESSAGES, "Messages handled by the actor");
+    describe_histogram!(ACTOR_HANDLE_SECONDS, Unit::Seconds, "Time the actor spent handling one message");
+    describe_gauge!(PRODUCED_HEIGHT, "Height of the last block sealed by the producer");
+    describe_gauge!(PREPARED_HEIGHT, "Height of the last prepared block");
+    describe_gauge!(EXECUTED_HEIGHT, "Height of the last executed block");
+    describe_gauge!(COMMITTED_HEIGHT, "Height of the last committed block");
+    describe_histogram!(BLOCK_TXS, "Transactions per sealed block");
+    describe_histogram!(BLOCK_INTERVAL_SECONDS, Unit::Seconds, "Time between consecutive sealed blocks");
+    describe_histogram!(BLOCK_GAS_USED, "Gas used per executed block");
+    describe_counter!(TXS_SKIPPED, "Transactions that could not be applied at their position in a block");
+    describe_counter!(TXS_INCLUDED, "Transactions applied in committed blocks");
+    describe_histogram!(EXECUTE_SECONDS, Unit::Seconds, "Time to execute one block");
+    describe_histogram!(PREPARE_SECONDS, Unit::Seconds, "Time to prepare one block");
+    describe_histogram!(COMMIT_SECONDS, Unit::Seconds, "Time to commit one block");
+    describe_counter!(RPC_REQUESTS, "JSON-RPC calls by method");
+    describe_histogram!(RPC_SECONDS, Unit::Seconds, "JSON-RPC call latency by method");
+    describe_counter!(RPC_ERRORS, "JSON-RPC error answers by code");
+    describe_counter!(TX_ADMISSION, "Transactions offered to admission, by result");
+    describe_histogram!(NONCE_RESERVE_SECONDS, Unit::Seconds, "Time from submission to nonce reservation");
+    describe_gauge!(MEMPOOL_TXS, "Transactions waiting in the mempool");
+    describe_gauge!(MEMPOOL_BYTES, Unit::Bytes, "Raw bytes waiting in the mempool");
+    describe_gauge!(MEMPOOL_SHARD_TXS, "Transactions waiting per mempool shard");
+    describe_gauge!(NONCE_SENDERS, "Senders with admitted, unexecuted transactions");
+    describe_counter!(CACHE_HITS, "Prepared-transaction cache hits");
+    describe_counter!(CACHE_MISSES, "Prepared-transaction cache misses");
+    describe_counter!(CACHE_EVICTIONS, "Prepared-transaction cache evictions");
+    describe_gauge!(CACHE_SIZE, "Prepared-transaction cache entries");
+    describe_gauge!(BUILD_INFO, "Build information; always 1");
+    describe_gauge!(STORE_HALTED, "1 while the store is halted after a failed commit");
+}
+
+/// Per-actor counters and histogram handles, resolved once so handling a
+/// message costs two clock reads and two atomic updates.
+#[derive(Clone)]
+pub struct ActorMetrics {
+    messages: metrics::Counter,
+    handle: metrics::Histogram,
+}
+
+impl ActorMetrics {
+    /// Handles for `actor`.
+    pub fn new(actor: &'static str) -> Self {
+        ActorMetrics {
+            messages: metrics::counter!(ACTOR_MESSAGES, "actor" => actor),
+            handle: metrics::histogram!(ACTOR_HANDLE_SECONDS, "actor" => actor),
+        }
+    }
+
+    /// Records one handled message that started at `start`.
+    pub fn handled(&self, start: std::time::Instant) {
+        self.messages.increment(1);
+        self.handle.record(start.elapsed().as_secs_f64());
+    }
+}

@@ -1,0 +1,303 @@
+//! Assembling the pipeline: genesis, store, actors, mailboxes, the RPC
+//! server, and the order of shutdown.
+//!
+//! Threads: the light actors (nonce reservation, mempool shards, block
+//! producer) share one arbiter; preparation, the finalizer and store commit
+//! each have an arbiter of their own, because their handlers are CPU work;
+//! the HTTP server has its own worker threads; metrics are served from the
+//! exporter's thread.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use actix::prelude::*;
+use alloy_primitives::U256;
+use sluice_config::{Config, Spec};
+use sluice_executor::{ExecConfig, SequentialExecutor};
+use sluice_store::{Genesis, GenesisAccount, Store};
+use sluice_txpool::{AdmissionRules, PoolCounters, PreparedTxCache};
+use tokio::sync::oneshot;
+
+use crate::{
+    committer::Committer,
+    dev_accounts,
+    finalizer::Finalizer,
+    mailbox::{mailbox, MailboxProbe, MailboxSender},
+    metrics as m,
+    nonce::{NonceActor, NonceDeps},
+    pending::PendingTxs,
+    preparer::Preparer,
+    producer::{Parent, Producer, ProducerSettings},
+    protocol::ProducerMsg,
+    rpc::{self, RpcState},
+    shard::ShardActor,
+};
+
+/// Why the node could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The genesis file could not be read or parsed.
+    #[error("genesis: {0}")]
+    Genesis(String),
+    /// Dev account keys could not be derived.
+    #[error(transparent)]
+    Derive(#[from] dev_accounts::DeriveError),
+    /// The RPC address could not be bound.
+    #[error("cannot serve JSON-RPC on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The data directory could not be created.
+    #[error("data dir {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The store halted after a failed commit; the node stopped with it.
+    #[error("store halted: {0}")]
+    Halted(String),
+}
+
+/// Wei per ether.
+const WEI_PER_ETH: u128 = 1_000_000_000_000_000_000;
+/// Suggested priority fee: 1 gwei.
+const SUGGESTED_TIP_WEI: u128 = 1_000_000_000;
+
+/// Builds genesis from config: the geth-style file (if any) plus the dev
+/// accounts derived from the mnemonic.
+pub fn build_genesis(cfg: &Config) -> Result<Genesis, NodeError> {
+    let mut genesis = Genesis {
+        chain_id: cfg.chain.chain_id,
+        timestamp: 0,
+        gas_limit: cfg.chain.block_gas_limit,
+        base_fee: cfg.chain.base_fee_wei,
+        coinbase: cfg.chain.coinbase,
+        alloc: Default::default(),
+    };
+    if !cfg.chain.genesis_file.as_os_str().is_empty() {
+        let path = &cfg.chain.genesis_file;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| NodeError::Genesis(format!("{}: {e}", path.display())))?;
+        genesis = Genesis::from_geth_json(&text, &genesis).map_err(|e| NodeError::Genesis(e.to_string()))?;
+        if genesis.chain_id != cfg.chain.chain_id {
+            return Err(NodeError::Genesis(format!(
+                "genesis chainId {} differs from the configured chain id {}",
+                genesis.chain_id, cfg.chain.chain_id
+            )));
+        }
+    }
+    let balance = U256::from(cfg.chain.dev_balance_eth) * U256::from(WEI_PER_ETH);
+    for signer in dev_accounts::derive(&cfg.chain.mnemonic, cfg.chain.dev_accounts)? {
+        genesis.alloc.entry(signer.address()).or_insert(GenesisAccount { balance, ..Default::default() });
+    }
+    Ok(genesis)
+}
+
+/// A running node.
+pub struct Node {
+    /// Where JSON-RPC is served.
+    pub rpc_addr: SocketAddr,
+    /// The committed chain.
+    pub store: Arc<Store>,
+    rpc: Arc<RpcState>,
+    server: actix_web::dev::ServerHandle,
+    producer: MailboxSender<ProducerMsg>,
+    done: oneshot::Receiver<()>,
+    arbiters: Vec<Arbiter>,
+}
+
+fn spec(s: Spec) -> (sluice_executor::Spec, sluice_txpool::Spec) {
+    match s {
+        Spec::Cancun => (sluice_executor::Spec::Cancun, sluice_txpool::Spec::Cancun),
+        Spec::Prague => (sluice_executor::Spec::Prague, sluice_txpool::Spec::Prague),
+    }
+}
+
+impl Node {
+    /// Starts every stage and the RPC server. Must run inside an actix
+    /// system.
+    pub async fn start(cfg: Config) -> Result<Node, NodeError> {
+        let dir = &cfg.store.data_dir;
+        std::fs::create_dir_all(dir).map_err(|source| NodeError::DataDir { path: dir.clone(), source })?;
+        let genesis = build_genesis(&cfg)?;
+        let store = Arc::new(Store::new(&genesis));
+        let head = store.head_block();
+        let (exec_spec, pool_spec) = spec(cfg.chain.spec);
+        let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: exec_spec };
+        let mut rules = AdmissionRules::new(
+            cfg.chain.chain_id,
+            cfg.chain.block_gas_limit,
+            u128::from(cfg.chain.base_fee_wei),
+        );
+        rules.max_tx_size_bytes = cfg.mempool.max_tx_size_bytes;
+        rules.spec = pool_spec;
+        rules.allow_eip7702 = cfg.chain.spec == Spec::Prague;
+
+        let p = &cfg.pipeline;
+        let counters = Arc::new(PoolCounters::new(cfg.mempool.max_txs as u64, cfg.mempool.max_bytes as u64));
+        let cache = Arc::new(PreparedTxCache::new(p.prepared_cache_txs));
+        let pending = Arc::new(PendingTxs::default());
+        let committed = Arc::new(AtomicU64::new(head.block.header.number));
+        let mut probes: Vec<MailboxProbe> = Vec::new();
+
+        let (nonce_tx, nonce_rx) = mailbox("nonce", p.admission_mailbox_msgs);
+        let (producer_tx, producer_rx) = mailbox("producer", p.producer_mailbox_msgs);
+        let (prepare_tx, prepare_rx) = mailbox("preparer", p.prepare_mailbox_blocks);
+        let (execute_tx, execute_rx) = mailbox("finalizer", p.prepare_ahead_blocks);
+        let (commit_tx, commit_rx) = mailbox("committer", p.commit_mailbox_blocks);
+        probes.extend([
+            nonce_rx.probe(),
+            producer_rx.probe(),
+            prepare_rx.probe(),
+            execute_rx.probe(),
+            commit_rx.probe(),
+        ]);
+
+        let light = Arbiter::new();
+        let mut shard_txs = Vec::with_capacity(cfg.mempool.shards);
+        for i in 0..cfg.mempool.shards {
+            let (tx, rx) = mailbox("mempool_shard", p.shard_mailbox_msgs);
+            probes.push(rx.probe());
+            let c = Arc::clone(&counters);
+            ShardActor::start_in_arbiter(&light.handle(), move |_| ShardActor::new(i, c, rx));
+            shard_txs.push(tx);
+        }
+
+        let (done_tx, done) = oneshot::channel();
+        let commit_arbiter = Arbiter::new();
+        {
+            let (store, committed, pending, nonce) =
+                (Arc::clone(&store), Arc::clone(&committed), Arc::clone(&pending), nonce_tx.clone());
+            Committer::start_in_arbiter(&commit_arbiter.handle(), move |_| {
+                Committer::new(store, committed, pending, nonce, commit_rx, done_tx)
+            });
+        }
+        let finalize_arbiter = Arbiter::new();
+        {
+            let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
+            Finalizer::start_in_arbiter(&finalize_arbiter.handle(), move |_| {
+                Finalizer::new(
+                    Box::new(SequentialExecutor::new(exec)),
+                    store,
+                    committed,
+                    commit_tx,
+                    execute_rx,
+                )
+            });
+        }
+        let prepare_arbiter = Arbiter::new();
+        {
+            let (cache, chain_id, workers) = (Arc::clone(&cache), cfg.chain.chain_id, p.prepare_workers);
+            Preparer::start_in_arbiter(&prepare_arbiter.handle(), move |_| {
+                Preparer::new(cache, chain_id, workers, execute_tx, prepare_rx)
+            });
+        }
+        {
+            let settings = ProducerSettings {
+                block_time: Duration::from_millis(cfg.producer.block_time_ms),
+                max_block_txs: cfg.producer.max_block_txs,
+                block_gas_limit: cfg.chain.block_gas_limit,
+                max_block_bytes: cfg.producer.max_block_bytes,
+                coinbase: cfg.chain.coinbase,
+                base_fee: cfg.chain.base_fee_wei,
+            };
+            let parent = Parent {
+                number: head.block.header.number,
+                hash: head.block.hash,
+                timestamp: head.block.header.timestamp,
+            };
+            let (shards, counters) = (shard_txs.clone(), Arc::clone(&counters));
+            Producer::start_in_arbiter(&light.handle(), move |_| {
+                Producer::new(settings, shards, prepare_tx, counters, parent, producer_rx)
+            });
+        }
+        {
+            let deps = NonceDeps {
+                store: Arc::clone(&store),
+                counters: Arc::clone(&counters),
+                pending: Arc::clone(&pending),
+                cache: Arc::clone(&cache),
+                shards: shard_txs,
+                producer: producer_tx.clone(),
+                max_txs_per_sender: cfg.mempool.max_txs_per_sender,
+                max_block_txs: cfg.producer.max_block_txs as u64,
+            };
+            NonceActor::start_in_arbiter(&light.handle(), move |_| NonceActor::new(deps, nonce_rx));
+        }
+
+        let rpc = Arc::new(RpcState {
+            store: Arc::clone(&store),
+            nonce: nonce_tx,
+            pending,
+            rules,
+            exec,
+            limits: cfg.rpc.clone(),
+            suggested_tip_wei: SUGGESTED_TIP_WEI,
+            accepting: AtomicBool::new(true),
+        });
+        let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
+            .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;
+        spawn_sampler(probes, counters, Arc::clone(&store));
+        tracing::info!(%rpc_addr, chain_id = cfg.chain.chain_id, accounts = genesis.alloc.len(), "sluice node started");
+        Ok(Node {
+            rpc_addr,
+            store,
+            rpc,
+            server,
+            producer: producer_tx,
+            done,
+            arbiters: vec![light, prepare_arbiter, finalize_arbiter, commit_arbiter],
+        })
+    }
+
+    /// Shuts down in pipeline order: admission stops taking transactions
+    /// and the RPC server finishes its requests; the producer seals
+    /// everything left in the mempool; each later stage drains its mailbox
+    /// and stops when the stage before it has; the last block is committed
+    /// before this returns.
+    pub async fn shutdown(self) -> Result<(), NodeError> {
+        self.rpc.accepting.store(false, Ordering::Release);
+        self.server.stop(true).await;
+        let (reply, flushed) = oneshot::channel();
+        if self.producer.send(ProducerMsg::Flush { reply }).await.is_ok() {
+            let _ = flushed.await;
+        }
+        drop(self.producer);
+        let _ = self.done.await;
+        for a in &self.arbiters {
+            a.stop();
+        }
+        tracing::info!(height = self.store.head(), "sluice node stopped; last block committed");
+        match self.store.halted() {
+            Some(reason) => Err(NodeError::Halted(reason)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Samples mailbox depths and pool occupancy into gauges once a second.
+fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: Arc<Store>) {
+    actix_rt::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tick.tick().await;
+            for p in &probes {
+                p.record();
+            }
+            metrics::gauge!(m::MEMPOOL_TXS).set(counters.len() as f64);
+            metrics::gauge!(m::MEMPOOL_BYTES).set(counters.bytes() as f64);
+            metrics::gauge!(m::STORE_HALTED).set(if store.halted().is_some() { 1.0 } else { 0.0 });
+        }
+    });
+}

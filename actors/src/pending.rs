@@ -1,0 +1,56 @@
+//! Transactions admitted but not yet committed, by hash: what
+//! `eth_getTransactionByHash` finds before a receipt exists, and how
+//! admission recognises `already known`. Removed when their block commits.
+//!
+//! Bounded by construction: an entry exists only for a transaction that
+//! holds mempool capacity or sits in one of the bounded block mailboxes.
+
+use std::collections::HashMap;
+
+use alloy_primitives::B256;
+use parking_lot::Mutex;
+use sluice_messages::RecoveredTx;
+
+const SHARDS: usize = 16;
+
+/// Sharded map of in-flight transactions.
+#[derive(Default)]
+pub struct PendingTxs {
+    shards: [Mutex<HashMap<B256, RecoveredTx>>; SHARDS],
+}
+
+impl PendingTxs {
+    fn shard(&self, hash: &B256) -> &Mutex<HashMap<B256, RecoveredTx>> {
+        &self.shards[hash[0] as usize % SHARDS]
+    }
+
+    /// True when the transaction is in flight.
+    pub fn contains(&self, hash: &B256) -> bool {
+        self.shard(hash).lock().contains_key(hash)
+    }
+
+    /// The in-flight transaction with this hash.
+    pub fn get(&self, hash: &B256) -> Option<RecoveredTx> {
+        self.shard(hash).lock().get(hash).cloned()
+    }
+
+    /// Records an admitted transaction.
+    pub fn insert(&self, tx: RecoveredTx) {
+        self.shard(&tx.hash).lock().insert(tx.hash, tx);
+    }
+
+    /// Forgets a committed or dropped transaction.
+    pub fn remove(&self, hash: &B256) {
+        self.shard(hash).lock().remove(hash);
+    }
+
+    /// Number of in-flight transactions.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().len()).sum()
+    }
+
+    /// True when nothing is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,94 @@
+//! Block preparation: turns a sealed block into a prepared one (decoded
+//! transactions with their senders), ahead of execution.
+//!
+//! Runs alone on its own OS thread (an arbiter of its own), because hashing
+//! and sender recovery are CPU work that must not stall other actors'
+//! event loops. Senders recovered at admission come from the
+//! prepared-transaction cache; misses are recovered here over
+//! `prepare_workers` threads. The finalizer's mailbox holds
+//! `prepare_ahead_blocks` blocks: that is how far preparation runs ahead.
+
+use std::{sync::Arc, time::Instant};
+
+use actix::prelude::*;
+use sluice_messages::PreparedBlock;
+use sluice_txpool::{prepare_block, PreparedTxCache};
+
+use crate::{
+    mailbox::{MailboxReceiver, MailboxSender},
+    metrics::{self as m, ActorMetrics},
+    protocol::{ExecuteMsg, PrepareMsg},
+};
+
+/// The preparation actor.
+pub struct Preparer {
+    cache: Arc<PreparedTxCache>,
+    chain_id: u64,
+    workers: usize,
+    finalizer: MailboxSender<ExecuteMsg>,
+    rx: Option<MailboxReceiver<PrepareMsg>>,
+    metrics: ActorMetrics,
+    reported: (u64, u64, u64),
+}
+
+impl Preparer {
+    /// A preparer feeding `finalizer`.
+    pub fn new(
+        cache: Arc<PreparedTxCache>,
+        chain_id: u64,
+        workers: usize,
+        finalizer: MailboxSender<ExecuteMsg>,
+        rx: MailboxReceiver<PrepareMsg>,
+    ) -> Self {
+        Preparer {
+            cache,
+            chain_id,
+            workers,
+            finalizer,
+            rx: Some(rx),
+            metrics: ActorMetrics::new("preparer"),
+            reported: (0, 0, 0),
+        }
+    }
+
+    /// Turns the cache's cumulative counters into metric increments.
+    fn report_cache(&mut self) {
+        let now = (self.cache.hits(), self.cache.misses(), self.cache.evictions());
+        metrics::counter!(m::CACHE_HITS).increment(now.0 - self.reported.0);
+        metrics::counter!(m::CACHE_MISSES).increment(now.1 - self.reported.1);
+        metrics::counter!(m::CACHE_EVICTIONS).increment(now.2 - self.reported.2);
+        metrics::gauge!(m::CACHE_SIZE).set(self.cache.len() as f64);
+        self.reported = now;
+    }
+}
+
+impl Actor for Preparer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(rx) = self.rx.take() {
+            ctx.add_stream(rx.into_stream());
+        }
+    }
+}
+
+impl StreamHandler<PrepareMsg> for Preparer {
+    fn handle(&mut self, msg: PrepareMsg, _ctx: &mut Context<Self>) {
+        let start = Instant::now();
+        let txs = prepare_block(&msg.block.txs, &self.cache, self.chain_id, self.workers);
+        let number = msg.block.header.number;
+        metrics::histogram!(m::PREPARE_SECONDS).record(start.elapsed().as_secs_f64());
+        metrics::gauge!(m::PREPARED_HEIGHT).set(number as f64);
+        self.report_cache();
+        // This thread is ours alone: blocking here is the backpressure that
+        // stops the producer when execution is behind.
+        if self
+            .finalizer
+            .send_blocking(ExecuteMsg { block: PreparedBlock { block: msg.block, txs } })
+            .is_err()
+        {
+            tracing::error!(number, "finalizer stopped; prepared block not delivered");
+        }
+        self.metrics.handled(start);
+    }
+}

@@ -1,0 +1,237 @@
+//! The block producer: seals blocks from the mempool shards.
+//!
+//! A block is sealed when the mempool holds a full block (the nonce actor
+//! sends `Wake`), or when `block_time_ms` passes with at least one
+//! transaction waiting. Empty blocks are never produced. Each block takes
+//! at most `max_block_txs` transactions, `block_gas_limit` of gas (counted
+//! by gas limit) and `max_block_bytes` of raw transactions; shards are
+//! visited from a rotating start so none is starved.
+//!
+//! Sealing waits for room in the preparation mailbox: when preparation is
+//! behind, the producer stops, the mempool fills, and admission answers
+//! `txpool is full`.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use actix::prelude::*;
+use alloy_primitives::{Address, B256};
+use sluice_messages::{BlockHeader, RecoveredTx, SealedBlock};
+use sluice_txpool::PoolCounters;
+use tokio::sync::oneshot;
+
+use crate::{
+    mailbox::{MailboxReceiver, MailboxSender},
+    metrics::{self as m, ActorMetrics},
+    protocol::{PrepareMsg, ProducerMsg, ShardMsg},
+};
+
+/// Block limits and constants the producer stamps into headers.
+#[derive(Debug, Clone)]
+pub struct ProducerSettings {
+    /// Longest wait before sealing a non-empty block.
+    pub block_time: Duration,
+    /// Most transactions per block.
+    pub max_block_txs: usize,
+    /// Gas per block.
+    pub block_gas_limit: u64,
+    /// Most raw bytes per block.
+    pub max_block_bytes: usize,
+    /// Fee recipient.
+    pub coinbase: Address,
+    /// Constant base fee.
+    pub base_fee: u64,
+}
+
+/// The parent of the next block.
+#[derive(Debug, Clone, Copy)]
+pub struct Parent {
+    /// Height.
+    pub number: u64,
+    /// Hash.
+    pub hash: B256,
+    /// Timestamp.
+    pub timestamp: u64,
+}
+
+/// The block producer actor.
+pub struct Producer {
+    settings: ProducerSettings,
+    shards: Vec<MailboxSender<ShardMsg>>,
+    prepare: MailboxSender<PrepareMsg>,
+    counters: Arc<PoolCounters>,
+    parent: Parent,
+    next_shard: usize,
+    last_sealed: Option<Instant>,
+    rx: Option<MailboxReceiver<ProducerMsg>>,
+    metrics: ActorMetrics,
+}
+
+impl Producer {
+    /// A producer that builds on `parent`.
+    pub fn new(
+        settings: ProducerSettings,
+        shards: Vec<MailboxSender<ShardMsg>>,
+        prepare: MailboxSender<PrepareMsg>,
+        counters: Arc<PoolCounters>,
+        parent: Parent,
+        rx: MailboxReceiver<ProducerMsg>,
+    ) -> Self {
+        Producer {
+            settings,
+            shards,
+            prepare,
+            counters,
+            parent,
+            next_shard: 0,
+            last_sealed: None,
+            rx: Some(rx),
+            metrics: ActorMetrics::new("producer"),
+        }
+    }
+
+    /// Seals one block if anything is waiting; the actor takes no other
+    /// message until the block is in the preparation mailbox.
+    fn seal(&mut self, ctx: &mut Context<Self>) {
+        if self.counters.is_empty() {
+            return;
+        }
+        let start = Instant::now();
+        let shards = self.shards.clone();
+        let first = self.next_shard;
+        self.next_shard = (self.next_shard + 1) % shards.len().max(1);
+        let settings = self.settings.clone();
+        let prepare = self.prepare.clone();
+        let parent = self.parent;
+        let fut = async move {
+            let txs = take_block(&shards, first, &settings).await;
+            if txs.is_empty() {
+                return None;
+            }
+            let block = Arc::new(build_block(&parent, &settings, &txs));
+            let sealed = PrepareMsg { block: Arc::clone(&block), sealed_at: Instant::now() };
+            if prepare.send(sealed).await.is_err() {
+                tracing::error!(
+                    number = block.header.number,
+                    "block preparation stopped; block not delivered"
+                );
+                return None;
+            }
+            Some(block)
+        };
+        ctx.wait(fut.into_actor(self).map(move |sealed, act, ctx| {
+            if let Some(block) = sealed {
+                let now = Instant::now();
+                if let Some(prev) = act.last_sealed.replace(now) {
+                    metrics::histogram!(m::BLOCK_INTERVAL_SECONDS).record((now - prev).as_secs_f64());
+                }
+                metrics::histogram!(m::BLOCK_TXS).record(block.txs.len() as f64);
+                metrics::gauge!(m::PRODUCED_HEIGHT).set(block.header.number as f64);
+                act.parent = Parent {
+                    number: block.header.number,
+                    hash: block.hash,
+                    timestamp: block.header.timestamp,
+                };
+            }
+            act.metrics.handled(start);
+            // A backlog of full blocks is sealed back to back, not one per tick.
+            if act.counters.len() >= act.settings.max_block_txs as u64 {
+                act.seal(ctx);
+            }
+        }));
+    }
+
+    /// Seals until the mempool is empty, then answers and stops, which
+    /// closes preparation's mailbox and lets the pipeline drain in order.
+    fn flush(&mut self, ctx: &mut Context<Self>, reply: oneshot::Sender<()>) {
+        if !self.counters.is_empty() {
+            self.seal(ctx);
+            // Runs after the seal above completes (ctx.wait orders them).
+            ctx.wait(async {}.into_actor(self).map(move |_, act, ctx| act.flush(ctx, reply)));
+            return;
+        }
+        let _ = reply.send(());
+        ctx.stop();
+    }
+}
+
+/// Takes up to one block of transactions from the shards.
+async fn take_block(
+    shards: &[MailboxSender<ShardMsg>],
+    first: usize,
+    s: &ProducerSettings,
+) -> Vec<RecoveredTx> {
+    let mut txs: Vec<RecoveredTx> = Vec::with_capacity(s.max_block_txs.min(8192));
+    let (mut gas, mut bytes) = (s.block_gas_limit, s.max_block_bytes);
+    for k in 0..shards.len() {
+        let room = s.max_block_txs - txs.len();
+        if room == 0 {
+            break;
+        }
+        let shard = &shards[(first + k) % shards.len()];
+        let (reply, rx) = oneshot::channel();
+        let take = ShardMsg::Take { max_txs: room, gas_budget: gas, max_bytes: bytes, reply };
+        if shard.send(take).await.is_err() {
+            continue;
+        }
+        if let Ok(got) = rx.await {
+            for tx in &got {
+                gas -= tx.gas_limit();
+                bytes -= tx.raw.len();
+            }
+            txs.extend(got);
+        }
+    }
+    txs
+}
+
+/// Seals a header over the transactions.
+fn build_block(parent: &Parent, s: &ProducerSettings, txs: &[RecoveredTx]) -> SealedBlock {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let mut hashes = Vec::with_capacity(txs.len() * 32);
+    for tx in txs {
+        hashes.extend_from_slice(tx.hash.as_slice());
+    }
+    let header = BlockHeader {
+        number: parent.number + 1,
+        parent_hash: parent.hash,
+        // Never before the parent, even if the clock steps back.
+        timestamp: now.max(parent.timestamp),
+        coinbase: s.coinbase,
+        gas_limit: s.block_gas_limit,
+        base_fee: s.base_fee,
+        tx_root: sluice_messages::keccak256(&hashes),
+    };
+    SealedBlock { hash: header.hash(), header, txs: txs.iter().map(|t| t.raw.clone()).collect() }
+}
+
+impl Actor for Producer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(rx) = self.rx.take() {
+            ctx.add_stream(rx.into_stream());
+        }
+        ctx.run_interval(self.settings.block_time, |act, ctx| act.seal(ctx));
+    }
+}
+
+impl StreamHandler<ProducerMsg> for Producer {
+    fn handle(&mut self, msg: ProducerMsg, ctx: &mut Context<Self>) {
+        match msg {
+            ProducerMsg::Wake => {
+                if self.counters.len() >= self.settings.max_block_txs as u64 {
+                    self.seal(ctx);
+                }
+            }
+            ProducerMsg::Flush { reply } => self.flush(ctx, reply),
+        }
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {
+        // The nonce actor holds a sender for wake-ups; the producer stops
+        // only through `Flush`, so the mempool is never abandoned.
+    }
+}

@@ -1,0 +1,399 @@
+//! The JSON-RPC methods.
+
+use std::sync::Arc;
+
+use alloy_primitives::{Address, B256};
+use serde_json::{json, Value};
+use sluice_executor::{call, estimate_gas};
+use sluice_messages::RecoveredTx;
+use sluice_store::{LogFilter, StateReader, StoredBlock};
+use tokio::sync::oneshot;
+
+use super::{
+    error::{RpcError, LIMIT_EXCEEDED, SERVER_ERROR},
+    format::{self, hex_u128, hex_u256, hex_u64, TxPosition},
+    params::{self, BlockId, Params},
+    RpcState,
+};
+use crate::protocol::NonceMsg;
+
+/// Methods served, as static strings for metric labels (an unknown name
+/// from a client must not create a new time series).
+const METHODS: &[&str] = &[
+    "eth_chainId",
+    "net_version",
+    "net_listening",
+    "net_peerCount",
+    "web3_clientVersion",
+    "web3_sha3",
+    "eth_syncing",
+    "eth_mining",
+    "eth_accounts",
+    "eth_coinbase",
+    "eth_blockNumber",
+    "eth_getBlockByNumber",
+    "eth_getBlockByHash",
+    "eth_getBlockTransactionCountByNumber",
+    "eth_getBlockTransactionCountByHash",
+    "eth_getTransactionByBlockNumberAndIndex",
+    "eth_getTransactionByBlockHashAndIndex",
+    "eth_getUncleCountByBlockNumber",
+    "eth_getUncleCountByBlockHash",
+    "eth_getBalance",
+    "eth_getTransactionCount",
+    "eth_getCode",
+    "eth_getStorageAt",
+    "eth_gasPrice",
+    "eth_maxPriorityFeePerGas",
+    "eth_blobBaseFee",
+    "eth_feeHistory",
+    "eth_estimateGas",
+    "eth_call",
+    "eth_sendRawTransaction",
+    "eth_getTransactionByHash",
+    "eth_getTransactionReceipt",
+    "eth_getBlockReceipts",
+    "eth_getLogs",
+];
+
+/// The metric label for a method name.
+pub fn metric_label(method: &str) -> &'static str {
+    METHODS.iter().copied().find(|m| *m == method).unwrap_or("unknown")
+}
+
+/// Runs one method.
+pub async fn dispatch(
+    state: &Arc<RpcState>,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<Value, RpcError> {
+    let p = Params::new(params)?;
+    let s = state.as_ref();
+    match method {
+        "eth_chainId" => Ok(hex_u64(s.rules.chain_id)),
+        "net_version" => Ok(Value::String(s.rules.chain_id.to_string())),
+        "net_listening" => Ok(Value::Bool(true)),
+        "net_peerCount" => Ok(hex_u64(0)),
+        "web3_clientVersion" => Ok(json!(format!("sluice/v{}/rust", env!("CARGO_PKG_VERSION")))),
+        "web3_sha3" => Ok(json!(sluice_messages::keccak256(&p.bytes(0)?))),
+        "eth_syncing" | "eth_mining" => Ok(Value::Bool(false)),
+        "eth_accounts" => Ok(json!([])),
+        "eth_coinbase" => Ok(json!(s.store.head_block().block.header.coinbase)),
+        "eth_blockNumber" => Ok(hex_u64(s.store.head())),
+        "eth_getBlockByNumber" | "eth_getBlockByHash" => {
+            let id = if method == "eth_getBlockByHash" { BlockId::Hash(p.hash(0)?) } else { p.block(0)? };
+            let full = p.opt(1).map(|_| p.bool(1)).transpose()?.unwrap_or(false);
+            Ok(find_block(s, id)?.map_or(Value::Null, |b| block_json(&b, full)))
+        }
+        "eth_getBlockTransactionCountByNumber" | "eth_getBlockTransactionCountByHash" => {
+            let id = if method.ends_with("ByHash") { BlockId::Hash(p.hash(0)?) } else { p.block(0)? };
+            Ok(find_block(s, id)?.map_or(Value::Null, |b| hex_u64(b.receipts.len() as u64)))
+        }
+        "eth_getTransactionByBlockNumberAndIndex" | "eth_getTransactionByBlockHashAndIndex" => {
+            let id = if method.contains("ByBlockHash") { BlockId::Hash(p.hash(0)?) } else { p.block(0)? };
+            let index = p.u64(1)? as usize;
+            Ok(find_block(s, id)?.and_then(|b| committed_tx(&b, index)).unwrap_or(Value::Null))
+        }
+        "eth_getUncleCountByBlockNumber" | "eth_getUncleCountByBlockHash" => Ok(hex_u64(0)),
+        "eth_getBalance" => {
+            let addr = p.address(0)?;
+            state_at(s, p.block(1)?)?;
+            Ok(hex_u256(s.store.account(&addr)?.map(|a| a.balance).unwrap_or_default()))
+        }
+        "eth_getTransactionCount" => {
+            let addr = p.address(0)?;
+            let block = p.block(1)?;
+            state_at(s, block)?;
+            let committed = s.store.account(&addr)?.map(|a| a.nonce).unwrap_or_default();
+            if block == BlockId::Pending {
+                if let Some(next) = pending_nonce(s, addr).await? {
+                    return Ok(hex_u64(next.max(committed)));
+                }
+            }
+            Ok(hex_u64(committed))
+        }
+        "eth_getCode" => {
+            let addr = p.address(0)?;
+            state_at(s, p.block(1)?)?;
+            let code = match s.store.account(&addr)? {
+                Some(a) => s.store.code(&a.code_hash)?,
+                None => Default::default(),
+            };
+            Ok(json!(code))
+        }
+        "eth_getStorageAt" => {
+            let addr = p.address(0)?;
+            let slot = params::quantity(p.req(1)?).map_err(|e| RpcError::invalid_arg(1, e))?;
+            state_at(s, p.block(2)?)?;
+            Ok(json!(B256::from(s.store.storage(&addr, &slot)?)))
+        }
+        "eth_gasPrice" => Ok(hex_u128(u128::from(base_fee(s)) + s.suggested_tip_wei)),
+        "eth_maxPriorityFeePerGas" => Ok(hex_u128(s.suggested_tip_wei)),
+        "eth_blobBaseFee" => Ok(hex_u64(1)),
+        "eth_feeHistory" => fee_history(s, &p),
+        "eth_estimateGas" => {
+            let req = p.call(0)?;
+            state_at(s, p.block(1)?)?;
+            let head = s.store.head_block();
+            Ok(hex_u64(estimate_gas(s.store.as_ref(), &s.exec, &head.block.header, &req)?))
+        }
+        "eth_call" => {
+            let req = p.call(0)?;
+            state_at(s, p.block(1)?)?;
+            let head = s.store.head_block();
+            let out = call(s.store.as_ref(), &s.exec, &head.block.header, &req)?;
+            if out.success {
+                Ok(json!(out.output))
+            } else if out.revert {
+                Err(RpcError::reverted(&out.output))
+            } else {
+                Err(RpcError::new(SERVER_ERROR, out.halt_reason.unwrap_or_else(|| "execution halted".into())))
+            }
+        }
+        "eth_sendRawTransaction" => {
+            let raw = p.bytes(0)?;
+            Ok(json!(crate::admission::send_raw_transaction(s, raw).await?))
+        }
+        "eth_getTransactionByHash" => {
+            let hash = p.hash(0)?;
+            if let Some((b, i)) = s.store.transaction(&hash) {
+                return Ok(committed_tx(&b, i).unwrap_or(Value::Null));
+            }
+            Ok(s.pending.get(&hash).map_or(Value::Null, |tx| format::transaction(&tx, None)))
+        }
+        "eth_getTransactionReceipt" => {
+            let hash = p.hash(0)?;
+            Ok(match s.store.transaction(&hash) {
+                Some((b, i)) => format::receipt(&b, &b.receipts[i], format::first_log_index(&b, i)),
+                None => Value::Null,
+            })
+        }
+        "eth_getBlockReceipts" => {
+            Ok(find_block(s, p.block(0)?)?.map_or(Value::Null, |b| format::receipts(&b)))
+        }
+        "eth_getLogs" => get_logs(s, p.req(0)?),
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+
+fn base_fee(s: &RpcState) -> u64 {
+    s.store.head_block().block.header.base_fee
+}
+
+/// Resolves a block selector against the committed chain.
+fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, RpcError> {
+    Ok(match id {
+        BlockId::Latest | BlockId::Pending => Some(s.store.head_block()),
+        BlockId::Earliest => s.store.block(0),
+        BlockId::Number(n) => s.store.block(n),
+        BlockId::Hash(h) => s.store.block_by_hash(&h),
+    })
+}
+
+/// State reads are served at the head only: sluice keeps current state, not
+/// history. Anything else is refused clearly rather than answered wrongly.
+fn state_at(s: &RpcState, id: BlockId) -> Result<(), RpcError> {
+    let head = s.store.head();
+    let number = match id {
+        BlockId::Latest | BlockId::Pending => return Ok(()),
+        BlockId::Earliest => 0,
+        BlockId::Number(n) => n,
+        BlockId::Hash(h) => match s.store.block_by_hash(&h) {
+            Some(b) => b.block.header.number,
+            None => return Err(RpcError::new(SERVER_ERROR, format!("header for hash {h} not found"))),
+        },
+    };
+    if number == head {
+        Ok(())
+    } else if number > head {
+        Err(RpcError::new(SERVER_ERROR, "header not found"))
+    } else {
+        Err(RpcError::new(
+            SERVER_ERROR,
+            format!(
+                "historical state not available: block {number} requested, sluice keeps state at head {head}"
+            ),
+        ))
+    }
+}
+
+async fn pending_nonce(s: &RpcState, address: Address) -> Result<Option<u64>, RpcError> {
+    let (reply, rx) = oneshot::channel();
+    s.nonce
+        .send(NonceMsg::PendingNonce { address, reply })
+        .await
+        .map_err(|_| RpcError::new(SERVER_ERROR, "admission stopped"))?;
+    rx.await.map_err(|_| RpcError::new(SERVER_ERROR, "admission stopped"))
+}
+
+/// The applied transaction at receipt index `i` of a committed block.
+fn committed_tx(b: &StoredBlock, i: usize) -> Option<Value> {
+    let r = b.receipts.get(i)?;
+    let raw = b.raw_tx(i)?;
+    let tx = sluice_txpool::decode_envelope(raw, r.tx_hash).ok()?;
+    let recovered = RecoveredTx { hash: r.tx_hash, raw: raw.clone(), tx, sender: r.from };
+    let at = TxPosition {
+        block_hash: b.block.hash,
+        block_number: b.block.header.number,
+        index: r.index,
+        base_fee: b.block.header.base_fee,
+    };
+    Some(format::transaction(&recovered, Some(at)))
+}
+
+fn block_json(b: &StoredBlock, full: bool) -> Value {
+    let txs = if full {
+        (0..b.receipts.len()).filter_map(|i| committed_tx(b, i)).collect()
+    } else {
+        b.receipts.iter().map(|r| json!(r.tx_hash)).collect()
+    };
+    format::block(b, txs)
+}
+
+fn fee_history(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
+    let count = params::quantity_u64(p.req(0)?).map_err(|e| RpcError::invalid_arg(0, e))?;
+    let count = count.min(s.limits.max_fee_history_blocks);
+    let head = s.store.head();
+    let newest = match p.block(1)? {
+        BlockId::Latest | BlockId::Pending => head,
+        BlockId::Earliest => 0,
+        BlockId::Number(n) if n <= head => n,
+        BlockId::Number(_) => return Err(RpcError::new(SERVER_ERROR, "request beyond head block")),
+        BlockId::Hash(h) => find_block(s, BlockId::Hash(h))?
+            .map(|b| b.block.header.number)
+            .ok_or_else(|| RpcError::new(SERVER_ERROR, "header not found"))?,
+    };
+    let percentiles: Option<Vec<f64>> = match p.opt(2) {
+        None => None,
+        Some(v) => {
+            let list: Vec<f64> =
+                serde_json::from_value(v.clone()).map_err(|e| RpcError::invalid_arg(2, e))?;
+            if list.len() > 100
+                || list.iter().any(|x| !(0.0..=100.0).contains(x))
+                || list.windows(2).any(|w| w[0] > w[1])
+            {
+                return Err(RpcError::invalid_arg(2, "invalid reward percentiles"));
+            }
+            Some(list)
+        }
+    };
+    if count == 0 {
+        return Ok(json!({"oldestBlock": hex_u64(0), "baseFeePerGas": [], "gasUsedRatio": []}));
+    }
+    let oldest = newest.saturating_sub(count - 1);
+    let mut base_fees = Vec::new();
+    let mut ratios = Vec::new();
+    let mut rewards = Vec::new();
+    let mut last_fee = base_fee(s);
+    for n in oldest..=newest {
+        let Some(b) = s.store.block(n) else { break };
+        let h = &b.block.header;
+        last_fee = h.base_fee;
+        base_fees.push(hex_u64(h.base_fee));
+        ratios.push(json!(if h.gas_limit == 0 { 0.0 } else { b.gas_used as f64 / h.gas_limit as f64 }));
+        if let Some(pcts) = &percentiles {
+            rewards.push(Value::Array(block_rewards(&b, pcts)));
+        }
+    }
+    // The next block's base fee: constant in sluice.
+    base_fees.push(hex_u64(last_fee));
+    let mut out = json!({"oldestBlock": hex_u64(oldest), "baseFeePerGas": base_fees, "gasUsedRatio": ratios});
+    if percentiles.is_some() {
+        out["reward"] = Value::Array(rewards);
+    }
+    Ok(out)
+}
+
+/// Tips at the given percentiles of gas used, as geth computes them.
+fn block_rewards(b: &StoredBlock, pcts: &[f64]) -> Vec<Value> {
+    let base = u128::from(b.block.header.base_fee);
+    let mut tips: Vec<(u128, u64)> =
+        b.receipts.iter().map(|r| (r.effective_gas_price.saturating_sub(base), r.gas_used)).collect();
+    if tips.is_empty() {
+        return pcts.iter().map(|_| hex_u64(0)).collect();
+    }
+    tips.sort_unstable();
+    let total: u64 = tips.iter().map(|t| t.1).sum();
+    let mut out = Vec::with_capacity(pcts.len());
+    let (mut i, mut sum) = (0usize, tips[0].1);
+    for pct in pcts {
+        let threshold = (total as f64 * pct / 100.0) as u64;
+        while sum < threshold && i + 1 < tips.len() {
+            i += 1;
+            sum += tips[i].1;
+        }
+        out.push(hex_u128(tips[i].0));
+    }
+    out
+}
+
+fn get_logs(s: &RpcState, filter: &Value) -> Result<Value, RpcError> {
+    let o = filter.as_object().ok_or_else(|| RpcError::invalid_arg(0, "expected a filter object"))?;
+    let head = s.store.head();
+    let resolve = |v: Option<&Value>| -> Result<u64, RpcError> {
+        match v.filter(|v| !v.is_null()) {
+            None => Ok(head),
+            Some(v) => match params::block_id(v).map_err(|e| RpcError::invalid_arg(0, e))? {
+                BlockId::Latest | BlockId::Pending => Ok(head),
+                BlockId::Earliest => Ok(0),
+                BlockId::Number(n) => Ok(n),
+                BlockId::Hash(_) => Err(RpcError::invalid_arg(0, "use blockHash for a block hash")),
+            },
+        }
+    };
+    let (from, to) = if let Some(h) = o.get("blockHash").filter(|v| !v.is_null()) {
+        if o.contains_key("fromBlock") || o.contains_key("toBlock") {
+            return Err(RpcError::invalid_arg(
+                0,
+                "cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other",
+            ));
+        }
+        let hash = params::hash(h).map_err(|e| RpcError::invalid_arg(0, e))?;
+        let b = s.store.block_by_hash(&hash).ok_or_else(|| RpcError::new(SERVER_ERROR, "unknown block"))?;
+        (b.block.header.number, b.block.header.number)
+    } else {
+        (resolve(o.get("fromBlock"))?, resolve(o.get("toBlock"))?)
+    };
+    if from > to {
+        return Err(RpcError::invalid_arg(0, "invalid block range params"));
+    }
+    if to - from >= s.limits.max_logs_block_range {
+        return Err(RpcError::new(
+            LIMIT_EXCEEDED,
+            format!("query exceeds max block range {}", s.limits.max_logs_block_range),
+        ));
+    }
+    let addresses = match o.get("address").filter(|v| !v.is_null()) {
+        None => vec![],
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(params::address)
+            .collect::<Result<_, _>>()
+            .map_err(|e| RpcError::invalid_arg(0, e))?,
+        Some(v) => vec![params::address(v).map_err(|e| RpcError::invalid_arg(0, e))?],
+    };
+    let mut topics = Vec::new();
+    if let Some(t) = o.get("topics").filter(|v| !v.is_null()) {
+        let list = t.as_array().ok_or_else(|| RpcError::invalid_arg(0, "topics must be an array"))?;
+        if list.len() > 4 {
+            return Err(RpcError::invalid_arg(0, "too many topics, maximum is 4"));
+        }
+        for pos in list {
+            topics.push(match pos {
+                Value::Null => vec![],
+                Value::Array(alts) => alts
+                    .iter()
+                    .map(params::hash)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| RpcError::invalid_arg(0, e))?,
+                v => vec![params::hash(v).map_err(|e| RpcError::invalid_arg(0, e))?],
+            });
+        }
+    }
+    let limit = s.limits.max_logs_results;
+    let filter = LogFilter { from, to, addresses, topics };
+    match s.store.logs(&filter, limit) {
+        Some(entries) => Ok(Value::Array(entries.iter().map(format::log).collect())),
+        None => Err(RpcError::new(LIMIT_EXCEEDED, format!("query returned more than {limit} results"))),
+    }
+}

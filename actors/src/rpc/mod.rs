@@ -1,0 +1,41 @@
+//! JSON-RPC 2.0 over HTTP: framing and limits ([`server`]), methods
+//! ([`eth`]), parameters ([`params`]), JSON shapes ([`format`]) and errors
+//! ([`error`]).
+
+pub mod error;
+pub mod eth;
+pub mod format;
+pub mod params;
+pub mod server;
+
+use std::sync::{atomic::AtomicBool, Arc};
+
+use sluice_config::RpcConfig;
+use sluice_executor::ExecConfig;
+use sluice_store::Store;
+use sluice_txpool::AdmissionRules;
+
+use crate::{mailbox::MailboxSender, pending::PendingTxs, protocol::NonceMsg};
+
+/// Everything an RPC worker needs, shared by all workers.
+pub struct RpcState {
+    /// Committed chain and state.
+    pub store: Arc<Store>,
+    /// The nonce actor's mailbox: the entry to the pipeline.
+    pub nonce: MailboxSender<NonceMsg>,
+    /// In-flight transactions by hash.
+    pub pending: Arc<PendingTxs>,
+    /// Stateless admission rules.
+    pub rules: AdmissionRules,
+    /// Execution rules for `eth_call` and `eth_estimateGas`.
+    pub exec: ExecConfig,
+    /// Limits.
+    pub limits: RpcConfig,
+    /// Suggested priority fee (wei).
+    pub suggested_tip_wei: u128,
+    /// False once shutdown began: new transactions are refused.
+    pub accepting: AtomicBool,
+}
+
+/// Shared handle.
+pub type SharedState = Arc<RpcState>;

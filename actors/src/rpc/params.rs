@@ -1,0 +1,274 @@
+//! Decoding JSON-RPC parameters: hex quantities, data, addresses, block
+//! tags and call objects, each failure worded as geth's
+//! `invalid argument N: ...`.
+
+use alloy_eips::eip2930::AccessList;
+use alloy_primitives::{Address, Bytes, B256, U256};
+use serde_json::Value;
+use sluice_executor::CallRequest;
+
+use super::error::RpcError;
+
+/// The positional parameters of one call.
+pub struct Params<'a> {
+    items: &'a [Value],
+}
+
+/// A block selector: a tag, a number or a hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockId {
+    /// `latest`, `safe`, `finalized` (all the committed head here: blocks
+    /// are final once committed).
+    Latest,
+    /// `pending`: the head, plus in-flight nonces where that applies.
+    Pending,
+    /// `earliest`: genesis.
+    Earliest,
+    /// A height.
+    Number(u64),
+    /// A block hash.
+    Hash(B256),
+}
+
+impl<'a> Params<'a> {
+    /// Wraps the `params` member (absent or null means none).
+    pub fn new(params: Option<&'a Value>) -> Result<Self, RpcError> {
+        match params {
+            None | Some(Value::Null) => Ok(Params { items: &[] }),
+            Some(Value::Array(items)) => Ok(Params { items }),
+            Some(_) => Err(RpcError::new(super::error::INVALID_PARAMS, "non-array args")),
+        }
+    }
+
+    /// Parameter `i`, or `None` if absent or null.
+    pub fn opt(&self, i: usize) -> Option<&'a Value> {
+        self.items.get(i).filter(|v| !v.is_null())
+    }
+
+    /// Parameter `i`, required.
+    pub fn req(&self, i: usize) -> Result<&'a Value, RpcError> {
+        self.opt(i).ok_or_else(|| {
+            RpcError::new(super::error::INVALID_PARAMS, format!("missing value for required argument {i}"))
+        })
+    }
+
+    /// Fails when more than `n` parameters were given.
+    pub fn at_most(&self, n: usize) -> Result<(), RpcError> {
+        if self.items.len() > n {
+            return Err(RpcError::new(
+                super::error::INVALID_PARAMS,
+                format!("too many arguments, want at most {n}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Required address.
+    pub fn address(&self, i: usize) -> Result<Address, RpcError> {
+        address(self.req(i)?).map_err(|e| RpcError::invalid_arg(i, e))
+    }
+
+    /// Required 32-byte hash.
+    pub fn hash(&self, i: usize) -> Result<B256, RpcError> {
+        hash(self.req(i)?).map_err(|e| RpcError::invalid_arg(i, e))
+    }
+
+    /// Required hex data.
+    pub fn bytes(&self, i: usize) -> Result<Bytes, RpcError> {
+        bytes(self.req(i)?).map_err(|e| RpcError::invalid_arg(i, e))
+    }
+
+    /// Required hex quantity.
+    pub fn u64(&self, i: usize) -> Result<u64, RpcError> {
+        quantity_u64(self.req(i)?).map_err(|e| RpcError::invalid_arg(i, e))
+    }
+
+    /// Required boolean.
+    pub fn bool(&self, i: usize) -> Result<bool, RpcError> {
+        self.req(i)?.as_bool().ok_or_else(|| RpcError::invalid_arg(i, "expected a boolean"))
+    }
+
+    /// Block selector at `i`, `latest` when absent.
+    pub fn block(&self, i: usize) -> Result<BlockId, RpcError> {
+        match self.opt(i) {
+            None => Ok(BlockId::Latest),
+            Some(v) => block_id(v).map_err(|e| RpcError::invalid_arg(i, e)),
+        }
+    }
+
+    /// Call object at `i`.
+    pub fn call(&self, i: usize) -> Result<CallRequest, RpcError> {
+        call_request(self.req(i)?).map_err(|e| RpcError::invalid_arg(i, e))
+    }
+}
+
+fn as_str(v: &Value) -> Result<&str, String> {
+    v.as_str().ok_or_else(|| format!("expected a hex string, got {v}"))
+}
+
+fn strip_0x(s: &str) -> Result<&str, String> {
+    s.strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .ok_or_else(|| "hex string without 0x prefix".to_string())
+}
+
+/// A 20-byte address.
+pub fn address(v: &Value) -> Result<Address, String> {
+    let s = as_str(v)?;
+    let hex = strip_0x(s)?;
+    if hex.len() != 40 {
+        return Err(format!("hex string has length {}, want 40 for common.Address", hex.len()));
+    }
+    // Mixed-case input is accepted without checksum validation, as geth does.
+    s.to_ascii_lowercase().parse().map_err(|_| "invalid hex string".to_string())
+}
+
+/// A 32-byte hash.
+pub fn hash(v: &Value) -> Result<B256, String> {
+    let s = as_str(v)?;
+    let hex = strip_0x(s)?;
+    if hex.len() != 64 {
+        return Err(format!("hex string has length {}, want 64 for common.Hash", hex.len()));
+    }
+    s.parse().map_err(|_| "invalid hex string".to_string())
+}
+
+/// Hex data of any length.
+pub fn bytes(v: &Value) -> Result<Bytes, String> {
+    let s = as_str(v)?;
+    let hex = strip_0x(s)?;
+    if hex.len() % 2 == 1 {
+        return Err(
+            "json: cannot unmarshal hex string of odd length into Go value of type hexutil.Bytes".into()
+        );
+    }
+    alloy_primitives::hex::decode(hex).map(Bytes::from).map_err(|_| "invalid hex string".to_string())
+}
+
+/// A hex quantity up to 256 bits (leading zeros tolerated).
+pub fn quantity(v: &Value) -> Result<U256, String> {
+    match v {
+        // Some clients send small numbers as JSON numbers; accept them.
+        Value::Number(n) => n.as_u64().map(U256::from).ok_or_else(|| format!("invalid number {n}")),
+        _ => {
+            let hex = strip_0x(as_str(v)?)?;
+            if hex.is_empty() {
+                return Err("hex string \"0x\"".into());
+            }
+            if hex.len() > 64 {
+                return Err("hex number > 256 bits".into());
+            }
+            U256::from_str_radix(hex, 16).map_err(|_| "invalid hex string".to_string())
+        }
+    }
+}
+
+/// A hex quantity that fits in 64 bits.
+pub fn quantity_u64(v: &Value) -> Result<u64, String> {
+    u64::try_from(quantity(v)?).map_err(|_| "hex number > 64 bits".to_string())
+}
+
+fn quantity_u128(v: &Value) -> Result<u128, String> {
+    u128::try_from(quantity(v)?).map_err(|_| "hex number > 128 bits".to_string())
+}
+
+/// A block tag, number, or `{blockNumber}` / `{blockHash}` object (EIP-1898).
+pub fn block_id(v: &Value) -> Result<BlockId, String> {
+    match v {
+        Value::String(s) => match s.as_str() {
+            "latest" | "safe" | "finalized" => Ok(BlockId::Latest),
+            "pending" => Ok(BlockId::Pending),
+            "earliest" => Ok(BlockId::Earliest),
+            _ if s.len() == 66 => hash(v).map(BlockId::Hash),
+            _ => quantity_u64(v).map(BlockId::Number),
+        },
+        Value::Object(o) => {
+            if let Some(h) = o.get("blockHash") {
+                hash(h).map(BlockId::Hash)
+            } else if let Some(n) = o.get("blockNumber") {
+                block_id(n)
+            } else {
+                Err("block object needs blockHash or blockNumber".into())
+            }
+        }
+        Value::Number(_) => quantity_u64(v).map(BlockId::Number),
+        _ => Err(format!("invalid block number or tag {v}")),
+    }
+}
+
+fn field<'a>(o: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a Value> {
+    o.get(name).filter(|v| !v.is_null())
+}
+
+/// An `eth_call` / `eth_estimateGas` transaction object.
+pub fn call_request(v: &Value) -> Result<CallRequest, String> {
+    let o = v.as_object().ok_or("expected a transaction object")?;
+    let named = |name: &str, e: String| format!("{name}: {e}");
+    let input = match (field(o, "input"), field(o, "data")) {
+        (Some(i), Some(d)) if i != d => {
+            return Err("both \"data\" and \"input\" are set and not equal. Please use \"input\" to pass transaction call data".into())
+        }
+        (Some(i), _) => bytes(i).map_err(|e| named("input", e))?,
+        (None, Some(d)) => bytes(d).map_err(|e| named("data", e))?,
+        (None, None) => Bytes::new(),
+    };
+    let access_list = match field(o, "accessList") {
+        Some(a) => Some(
+            serde_json::from_value::<AccessList>(a.clone())
+                .map_err(|e| named("accessList", e.to_string()))?,
+        ),
+        None => None,
+    };
+    let req = CallRequest {
+        from: field(o, "from").map(address).transpose().map_err(|e| named("from", e))?,
+        to: field(o, "to").map(address).transpose().map_err(|e| named("to", e))?,
+        gas: field(o, "gas").map(quantity_u64).transpose().map_err(|e| named("gas", e))?,
+        gas_price: field(o, "gasPrice").map(quantity_u128).transpose().map_err(|e| named("gasPrice", e))?,
+        max_fee_per_gas: field(o, "maxFeePerGas")
+            .map(quantity_u128)
+            .transpose()
+            .map_err(|e| named("maxFeePerGas", e))?,
+        max_priority_fee_per_gas: field(o, "maxPriorityFeePerGas")
+            .map(quantity_u128)
+            .transpose()
+            .map_err(|e| named("maxPriorityFeePerGas", e))?,
+        value: field(o, "value").map(quantity).transpose().map_err(|e| named("value", e))?,
+        input,
+        nonce: field(o, "nonce").map(quantity_u64).transpose().map_err(|e| named("nonce", e))?,
+        access_list,
+    };
+    if req.gas_price.is_some() && (req.max_fee_per_gas.is_some() || req.max_priority_fee_per_gas.is_some()) {
+        return Err("both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".into());
+    }
+    Ok(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn quantities_and_tags() {
+        assert_eq!(quantity_u64(&json!("0x10")).unwrap(), 16);
+        assert!(quantity_u64(&json!("10")).is_err());
+        assert!(quantity_u64(&json!("0x")).is_err());
+        assert!(quantity_u64(&json!("0x1ffffffffffffffff")).is_err());
+        assert_eq!(block_id(&json!("latest")).unwrap(), BlockId::Latest);
+        assert_eq!(block_id(&json!("0x2")).unwrap(), BlockId::Number(2));
+        assert_eq!(block_id(&json!({"blockNumber": "0x3"})).unwrap(), BlockId::Number(3));
+        assert!(block_id(&json!("nope")).is_err());
+    }
+
+    #[test]
+    fn addresses_and_data() {
+        assert!(address(&json!("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266")).is_ok());
+        assert!(address(&json!("0x1234")).unwrap_err().contains("length 4"));
+        assert!(bytes(&json!("0xabc")).unwrap_err().contains("odd length"));
+        assert!(bytes(&json!("0xzz")).is_err());
+        let req = call_request(&json!({"to": "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "data": "0x01"}))
+            .unwrap();
+        assert_eq!(req.input.as_ref(), &[1]);
+        assert!(call_request(&json!({"gasPrice": "0x1", "maxFeePerGas": "0x1"})).is_err());
+    }
+}

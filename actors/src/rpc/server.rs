@@ -1,0 +1,146 @@
+//! The HTTP server and JSON-RPC framing.
+//!
+//! Limits, each from config: request body size (larger bodies get HTTP 413
+//! before any parsing), batch length, response size, connections per worker,
+//! keep-alive and the time a client has to send its request head (slow or
+//! idle connections are dropped). JSON nesting is bounded by serde_json's
+//! recursion limit (128), so deep nesting is a parse error, not a stack
+//! overflow.
+
+use std::time::{Duration, Instant};
+
+use actix_web::{dev::ServerHandle, web, App, HttpResponse, HttpServer};
+use serde_json::{json, Value};
+
+use super::{
+    error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
+    eth, SharedState,
+};
+use crate::metrics as m;
+
+/// Starts the HTTP server on its own worker threads. Returns the bound
+/// address (the configured port may be 0) and a handle to stop it.
+pub fn start(state: SharedState) -> std::io::Result<(std::net::SocketAddr, ServerHandle)> {
+    let limits = state.limits.clone();
+    let data = web::Data::from(state);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(web::PayloadConfig::new(limits.max_request_body_bytes))
+            .route("/", web::post().to(handle))
+            .route(
+                "/",
+                web::get().to(|| async { HttpResponse::Ok().body("sluice JSON-RPC: POST JSON here\n") }),
+            )
+    })
+    .workers(limits.workers)
+    .max_connections(limits.max_connections_per_worker)
+    .keep_alive(Duration::from_millis(limits.keep_alive_ms))
+    .client_request_timeout(Duration::from_millis(limits.client_request_timeout_ms))
+    .client_disconnect_timeout(Duration::from_millis(1000))
+    .disable_signals()
+    .shutdown_timeout(10)
+    .bind(limits.addr)?;
+    let addr = server.addrs().first().copied().unwrap_or(limits.addr);
+    let server = server.run();
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    Ok((addr, handle))
+}
+
+fn json_response(body: Vec<u8>) -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(body)
+}
+
+fn error_response(id: Value, e: &RpcError) -> Value {
+    metrics::counter!(m::RPC_ERRORS, "code" => e.code.to_string()).increment(1);
+    json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()})
+}
+
+async fn handle(state: web::Data<super::RpcState>, body: web::Bytes) -> HttpResponse {
+    let state = state.into_inner();
+    let parsed: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            let err = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
+            return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+        }
+    };
+    let max = state.limits.max_response_bytes;
+    match parsed {
+        Value::Array(calls) => {
+            if calls.is_empty() {
+                let err = RpcError::new(INVALID_REQUEST, "empty batch");
+                return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+            }
+            if calls.len() > state.limits.max_batch_len {
+                let err = RpcError::new(
+                    INVALID_REQUEST,
+                    format!("batch too large: {} calls, limit {}", calls.len(), state.limits.max_batch_len),
+                );
+                return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+            }
+            let mut out = Vec::with_capacity(calls.len() * 64);
+            out.push(b'[');
+            let mut first = true;
+            for call in calls {
+                let Some(resp) = call_one(&state, call).await else { continue };
+                let bytes = resp.to_string();
+                if out.len() + bytes.len() + 2 > max {
+                    let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
+                    return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                out.extend_from_slice(bytes.as_bytes());
+            }
+            out.push(b']');
+            if first {
+                // Only notifications: JSON-RPC says answer nothing.
+                return HttpResponse::Ok().finish();
+            }
+            json_response(out)
+        }
+        single => match call_one(&state, single).await {
+            None => HttpResponse::Ok().finish(),
+            Some(resp) => {
+                let bytes = resp.to_string().into_bytes();
+                if bytes.len() > max {
+                    let id = resp.get("id").cloned().unwrap_or(Value::Null);
+                    let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
+                    return json_response(error_response(id, &err).to_string().into_bytes());
+                }
+                json_response(bytes)
+            }
+        },
+    }
+}
+
+/// Answers one call; `None` for a notification (no `id`).
+async fn call_one(state: &SharedState, call: Value) -> Option<Value> {
+    let Value::Object(mut obj) = call else {
+        return Some(error_response(Value::Null, &RpcError::new(INVALID_REQUEST, "invalid request")));
+    };
+    let id = obj.remove("id");
+    let id_ok = matches!(&id, None | Some(Value::Null | Value::Number(_) | Value::String(_)));
+    let reply_id = id.clone().filter(|_| id_ok).unwrap_or(Value::Null);
+    if !id_ok || obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some(error_response(reply_id, &RpcError::new(INVALID_REQUEST, "invalid request")));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
+        return Some(error_response(reply_id, &RpcError::new(INVALID_REQUEST, "invalid request")));
+    };
+    let start = Instant::now();
+    let label = eth::metric_label(&method);
+    let result = eth::dispatch(state, &method, obj.get("params")).await;
+    metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(1);
+    metrics::histogram!(m::RPC_SECONDS, "method" => label).record(start.elapsed().as_secs_f64());
+    // A notification is executed but not answered.
+    id.as_ref()?;
+    Some(match result {
+        Ok(v) => json!({"jsonrpc": "2.0", "id": reply_id, "result": v}),
+        Err(e) => error_response(reply_id, &e),
+    })
+}

@@ -1,0 +1,320 @@
+//! `eth_call` and `eth_estimateGas`, with geth's semantics.
+//!
+//! A call runs on top of a state and a header without committing anything.
+//! As in geth: the sender defaults to the zero address, the nonce is not
+//! checked, a sender with code is allowed (EIP-3607 off), the gas defaults
+//! to the block gas limit and may exceed it. When no fee is given (all fee
+//! fields absent or zero) the call is free: base fee and balance checks are
+//! off, as geth's `NoBaseFee` does.
+
+use alloy_primitives::{Address, Bytes, TxKind, U256};
+use revm::{
+    context::{
+        result::{ExecutionResult, HaltReason, InvalidTransaction},
+        Context, TxEnv,
+    },
+    context_interface::{result::EVMError, transaction::AccessList},
+    handler::{MainnetContext, MainnetEvm},
+    ExecuteEvm, MainBuilder, MainContext,
+};
+use sluice_messages::{BlockHeader, Log};
+use sluice_store::{StateReader, EMPTY_CODE_HASH};
+
+use crate::{
+    env::{block_env, cfg_env},
+    overlay::BlockState,
+    sequential::log,
+    ExecConfig, ExecError,
+};
+
+/// Gas of a plain value transfer.
+const TX_GAS: u64 = 21_000;
+/// Gas a CALL with value forwards for free; part of geth's first guess.
+const CALL_STIPEND: u64 = 2_300;
+
+/// An `eth_call` / `eth_estimateGas` request, as the RPC layer decoded it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallRequest {
+    /// Sender; the zero address when absent.
+    pub from: Option<Address>,
+    /// Recipient; `None` simulates a contract creation.
+    pub to: Option<Address>,
+    /// Gas limit; the block gas limit when absent.
+    pub gas: Option<u64>,
+    /// Legacy gas price.
+    pub gas_price: Option<u128>,
+    /// EIP-1559 fee cap.
+    pub max_fee_per_gas: Option<u128>,
+    /// EIP-1559 tip cap.
+    pub max_priority_fee_per_gas: Option<u128>,
+    /// Value sent.
+    pub value: Option<U256>,
+    /// Calldata (or init code for a creation).
+    pub input: Bytes,
+    /// Nonce; accepted but not checked.
+    pub nonce: Option<u64>,
+    /// EIP-2930 access list.
+    pub access_list: Option<AccessList>,
+}
+
+/// What a call did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutcome {
+    /// True when execution succeeded.
+    pub success: bool,
+    /// Return data on success, revert data on revert, empty on a halt.
+    pub output: Bytes,
+    /// Gas used (after refunds), as a receipt would report it.
+    pub gas_used: u64,
+    /// Logs emitted (none survive a revert or halt).
+    pub logs: Vec<Log>,
+    /// True when execution ended with REVERT.
+    pub revert: bool,
+    /// Why execution halted (out of gas, invalid opcode...), if it did.
+    pub halt_reason: Option<String>,
+}
+
+/// Executes a call without committing it.
+pub fn call(
+    state: &dyn StateReader,
+    cfg: &ExecConfig,
+    header: &BlockHeader,
+    req: &CallRequest,
+) -> Result<CallOutcome, ExecError> {
+    let mut sim = Simulator::new(state, cfg, header, req)?;
+    match sim.run(req.gas.unwrap_or(header.gas_limit))? {
+        Run::Invalid(e) => Err(ExecError::InvalidCall(invalid_message(&e))),
+        Run::Done(result) => Ok(outcome(result)),
+    }
+}
+
+/// Estimates the gas a call needs, like geth: the smallest gas limit at which
+/// it succeeds, searched between its gas use and the cap (the request's gas,
+/// else the block gas limit, lowered to what the sender can pay for at the
+/// given fee).
+pub fn estimate_gas(
+    state: &dyn StateReader,
+    cfg: &ExecConfig,
+    header: &BlockHeader,
+    req: &CallRequest,
+) -> Result<u64, ExecError> {
+    let mut sim = Simulator::new(state, cfg, header, req)?;
+    let mut hi = match req.gas {
+        Some(gas) if gas >= TX_GAS => gas,
+        _ => header.gas_limit,
+    };
+    let fee_cap = req.gas_price.or(req.max_fee_per_gas).unwrap_or(0);
+    if fee_cap > 0 {
+        let from = req.from.unwrap_or_default();
+        let balance = state.account(&from)?.map_or(U256::ZERO, |a| a.balance);
+        let value = req.value.unwrap_or_default();
+        let Some(available) = balance.checked_sub(value) else {
+            return Err(ExecError::InvalidCall("insufficient funds for transfer".into()));
+        };
+        hi = hi.min((available / U256::from(fee_cap)).saturating_to::<u64>());
+    }
+
+    // A plain transfer to an account without code needs exactly 21000
+    // (checked by running it once: an access list or a precompile recipient
+    // needs more and falls through to the search).
+    if let Some(to) = req.to {
+        let no_code = state.account(&to)?.is_none_or(|a| a.code_hash == EMPTY_CODE_HASH);
+        if req.input.is_empty() && no_code && hi >= TX_GAS && sim.succeeds(TX_GAS)? {
+            return Ok(TX_GAS);
+        }
+    }
+
+    let first = match sim.run(hi)? {
+        Run::Invalid(e) if needs_more_gas(&e) => return Err(ExecError::GasExceedsAllowance(hi)),
+        Run::Invalid(e) => return Err(ExecError::InvalidCall(invalid_message(&e))),
+        Run::Done(result) => result,
+    };
+    let used = first.tx_gas_used();
+    // Gas spent before refunds: what the call needs to hold at its peak.
+    let spent = sim.last_spent.max(used);
+    match first {
+        ExecutionResult::Success { .. } => {}
+        ExecutionResult::Revert { output, .. } => return Err(ExecError::Reverted { output }),
+        ExecutionResult::Halt { reason: HaltReason::OutOfGas(_), .. } => {
+            return Err(ExecError::GasExceedsAllowance(hi))
+        }
+        ExecutionResult::Halt { reason, .. } => return Err(ExecError::Halted(halt_message(&reason))),
+    }
+
+    // Anything below the gas used fails; geth's first guess above it is the
+    // gas spent before refunds plus a stipend, allowing for the 63/64 rule.
+    let mut lo = used.saturating_sub(1);
+    let optimistic =
+        u64::try_from((u128::from(spent) + u128::from(CALL_STIPEND)) * 64 / 63).unwrap_or(u64::MAX);
+    if optimistic < hi {
+        if sim.succeeds(optimistic)? {
+            hi = optimistic;
+        } else {
+            lo = optimistic;
+        }
+    }
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        if sim.succeeds(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}
+
+/// One simulated execution.
+enum Run {
+    /// Executed (successfully or not).
+    Done(ExecutionResult),
+    /// revm refused the transaction before execution.
+    Invalid(InvalidTransaction),
+}
+
+/// A reusable EVM over the call's state, with the request as a template.
+struct Simulator<'a> {
+    evm: MainnetEvm<MainnetContext<BlockState<'a>>>,
+    tx: TxEnv,
+    /// Gas spent before refunds by the last run that executed.
+    last_spent: u64,
+}
+
+impl<'a> Simulator<'a> {
+    fn new(
+        state: &'a dyn StateReader,
+        cfg: &ExecConfig,
+        header: &BlockHeader,
+        req: &CallRequest,
+    ) -> Result<Self, ExecError> {
+        let dynamic = req.max_fee_per_gas.is_some() || req.max_priority_fee_per_gas.is_some();
+        if dynamic && req.gas_price.is_some() {
+            return Err(ExecError::InvalidCall(
+                "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".into(),
+            ));
+        }
+        let priced = [req.gas_price, req.max_fee_per_gas, req.max_priority_fee_per_gas]
+            .iter()
+            .any(|fee| fee.unwrap_or(0) > 0);
+
+        let mut env = cfg_env(cfg);
+        env.disable_nonce_check = true;
+        env.disable_eip3607 = true;
+        env.disable_block_gas_limit = true;
+        if !priced {
+            env.disable_base_fee = true;
+            env.disable_balance_check = true;
+        }
+        let tx = TxEnv {
+            tx_type: if dynamic {
+                2
+            } else if req.access_list.is_some() {
+                1
+            } else {
+                0
+            },
+            caller: req.from.unwrap_or_default(),
+            gas_limit: 0,
+            gas_price: if dynamic { req.max_fee_per_gas } else { req.gas_price }.unwrap_or(0),
+            kind: req.to.map_or(TxKind::Create, TxKind::Call),
+            value: req.value.unwrap_or_default(),
+            data: req.input.clone(),
+            nonce: req.nonce.unwrap_or(0),
+            chain_id: Some(cfg.chain_id),
+            access_list: req.access_list.clone().unwrap_or_default(),
+            gas_priority_fee: dynamic.then(|| req.max_priority_fee_per_gas.unwrap_or(0)),
+            blob_hashes: Vec::new(),
+            max_fee_per_blob_gas: 0,
+            authorization_list: Vec::new(),
+        };
+        let evm = Context::mainnet()
+            .with_db(BlockState::new(state))
+            .with_block(block_env(header, cfg.spec))
+            .with_cfg(env)
+            .build_mainnet();
+        Ok(Simulator { evm, tx, last_spent: 0 })
+    }
+
+    /// Runs the request with `gas`, discarding its state changes.
+    fn run(&mut self, gas: u64) -> Result<Run, ExecError> {
+        let mut tx = self.tx.clone();
+        tx.gas_limit = gas;
+        match self.evm.transact(tx) {
+            Ok(out) => {
+                self.last_spent = out.result.gas().total_gas_spent();
+                Ok(Run::Done(out.result))
+            }
+            Err(EVMError::Transaction(e)) => Ok(Run::Invalid(e)),
+            Err(EVMError::Database(e)) => Err(e.into()),
+            Err(e) => Err(ExecError::InvalidCall(e.to_string())),
+        }
+    }
+
+    /// Whether the request succeeds with `gas`. Too little gas for the
+    /// intrinsic cost counts as failure; other refusals are errors.
+    fn succeeds(&mut self, gas: u64) -> Result<bool, ExecError> {
+        match self.run(gas)? {
+            Run::Done(result) => Ok(result.is_success()),
+            Run::Invalid(e) if needs_more_gas(&e) => Ok(false),
+            Run::Invalid(e) => Err(ExecError::InvalidCall(invalid_message(&e))),
+        }
+    }
+}
+
+/// Refusals that more gas would cure.
+fn needs_more_gas(e: &InvalidTransaction) -> bool {
+    matches!(
+        e,
+        InvalidTransaction::CallGasCostMoreThanGasLimit { .. }
+            | InvalidTransaction::GasFloorMoreThanGasLimit { .. }
+    )
+}
+
+fn outcome(result: ExecutionResult) -> CallOutcome {
+    let gas_used = result.tx_gas_used();
+    let (success, output, logs, revert, halt_reason) = match result {
+        ExecutionResult::Success { output, logs, .. } => (true, output.into_data(), logs, false, None),
+        ExecutionResult::Revert { output, logs, .. } => (false, output, logs, true, None),
+        ExecutionResult::Halt { reason, logs, .. } => {
+            (false, Bytes::new(), logs, false, Some(halt_message(&reason)))
+        }
+    };
+    CallOutcome { success, output, gas_used, logs: logs.into_iter().map(log).collect(), revert, halt_reason }
+}
+
+/// geth's wording for refusals RPC clients commonly match on.
+fn invalid_message(e: &InvalidTransaction) -> String {
+    match e {
+        InvalidTransaction::LackOfFundForMaxFee { fee, balance } => {
+            format!("insufficient funds for gas * price + value: have {balance} want {fee}")
+        }
+        InvalidTransaction::GasPriceLessThanBasefee => "max fee per gas less than block base fee".into(),
+        InvalidTransaction::CallGasCostMoreThanGasLimit { initial_gas, gas_limit } => {
+            format!("intrinsic gas too low: have {gas_limit}, want {initial_gas}")
+        }
+        InvalidTransaction::PriorityFeeGreaterThanMaxFee => {
+            "max priority fee per gas higher than max fee per gas".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// geth's wording for halts.
+fn halt_message(reason: &HaltReason) -> String {
+    match reason {
+        HaltReason::OutOfGas(_) => "out of gas".into(),
+        HaltReason::OpcodeNotFound | HaltReason::InvalidFEOpcode => "invalid opcode".into(),
+        HaltReason::InvalidJump => "invalid jump destination".into(),
+        HaltReason::StackUnderflow => "stack underflow".into(),
+        HaltReason::StackOverflow => "stack limit reached 1024".into(),
+        HaltReason::CreateCollision => "contract address collision".into(),
+        HaltReason::OutOfFunds => "insufficient balance for transfer".into(),
+        HaltReason::CallTooDeep => "max call depth exceeded".into(),
+        HaltReason::StateChangeDuringStaticCall => "write protection".into(),
+        HaltReason::CreateContractSizeLimit => "max code size exceeded".into(),
+        HaltReason::CreateContractStartingWithEF => "invalid code: must not begin with 0xef".into(),
+        HaltReason::NonceOverflow => "nonce uint64 overflow".into(),
+        HaltReason::OutOfOffset => "return data out of bounds".into(),
+        other => format!("{other:?}"),
+    }
+}

@@ -1,0 +1,102 @@
+//! revm's read interface over sluice's [`StateReader`].
+
+use alloy_primitives::{Address, B256, U256};
+use revm::{
+    database_interface::DBErrorMarker,
+    state::{AccountInfo, Bytecode},
+    DatabaseRef,
+};
+use sluice_store::{Account, StateReader, StoreError};
+
+/// A store error as revm's database error type (revm needs its own marker
+/// trait on the error, which a foreign type cannot get directly).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DbError(#[from] pub StoreError);
+
+impl DBErrorMarker for DbError {}
+
+/// Read-only block-start state as a revm [`DatabaseRef`]. Cheap to copy:
+/// it only borrows the reader.
+#[derive(Clone, Copy)]
+pub struct StateDb<'a> {
+    state: &'a dyn StateReader,
+}
+
+impl std::fmt::Debug for StateDb<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateDb")
+    }
+}
+
+impl<'a> StateDb<'a> {
+    /// Wraps a state reader.
+    pub fn new(state: &'a dyn StateReader) -> Self {
+        StateDb { state }
+    }
+
+    /// The wrapped reader.
+    pub fn reader(&self) -> &'a dyn StateReader {
+        self.state
+    }
+}
+
+/// Keccak of empty code, normalising the all-zero hash some states use for
+/// "no code" so that revm and the change set never see two spellings.
+pub(crate) fn normalize_code_hash(hash: B256) -> B256 {
+    if hash == B256::ZERO {
+        revm::primitives::KECCAK_EMPTY
+    } else {
+        hash
+    }
+}
+
+/// revm's view of a stored account. Code is left out (`None`) unless the
+/// account has none: revm then asks [`DatabaseRef::code_by_hash_ref`] only
+/// when it actually runs or inspects the code, so plain transfers never load
+/// contract code.
+pub(crate) fn account_info(account: &Account) -> AccountInfo {
+    let code_hash = normalize_code_hash(account.code_hash);
+    let code = (code_hash == revm::primitives::KECCAK_EMPTY).then(Bytecode::default);
+    AccountInfo { balance: account.balance, nonce: account.nonce, code_hash, code, ..Default::default() }
+}
+
+/// Bytecode from raw stored bytes. Bytes that start like an EIP-7702
+/// delegation but are malformed cannot have been deployed by the EVM; they
+/// are treated as legacy code instead of panicking as `Bytecode::new_raw`
+/// would.
+pub(crate) fn bytecode(raw: alloy_primitives::Bytes) -> Bytecode {
+    match Bytecode::new_raw_checked(raw.clone()) {
+        Ok(code) => code,
+        Err(_) => Bytecode::new_legacy(raw),
+    }
+}
+
+impl DatabaseRef for StateDb<'_> {
+    type Error = DbError;
+
+    fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, DbError> {
+        Ok(self.state.account(&address)?.as_ref().map(account_info))
+    }
+
+    fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, DbError> {
+        if normalize_code_hash(code_hash) == revm::primitives::KECCAK_EMPTY {
+            return Ok(Bytecode::default());
+        }
+        Ok(bytecode(self.state.code(&code_hash)?))
+    }
+
+    fn storage_ref(&self, address: Address, index: U256) -> Result<U256, DbError> {
+        Ok(self.state.storage(&address, &index)?)
+    }
+
+    fn block_hash_ref(&self, number: u64) -> Result<B256, DbError> {
+        Ok(self.state.block_hash(number)?)
+    }
+}
+
+impl From<DbError> for crate::ExecError {
+    fn from(e: DbError) -> Self {
+        crate::ExecError::Store(e.0)
+    }
+}

@@ -1,0 +1,75 @@
+//! Block execution on revm 43.
+//!
+//! Plain functions, no actors: the finalizer drives a [`BlockExecutor`], the
+//! RPC layer calls [`call()`] and [`estimate_gas`].
+//!
+//! Layout:
+//! - [`sequential`]: the in-order executor and the exact definition of a
+//!   block's results (skips, receipts, change set).
+//! - [`call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
+//! - [`db`]: revm's read interface over a [`StateReader`].
+//! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
+//! - `env` (private): translation of headers, config and transactions into
+//!   revm environments. `overlay` (private): the block's working state.
+
+pub mod call;
+pub mod db;
+mod env;
+mod error;
+mod overlay;
+pub mod sequential;
+pub mod testing;
+
+use alloy_primitives::B256;
+use sluice_messages::{ChangeSet, PreparedBlock, Receipt};
+use sluice_store::StateReader;
+
+pub use call::{call, estimate_gas, CallOutcome, CallRequest};
+pub use env::{ExecConfig, Spec};
+pub use error::{revert_message, revert_reason, ExecError};
+pub use sequential::execute_block;
+
+/// Everything a block's execution produces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockOutcome {
+    /// Receipts of the applied transactions, in block order.
+    pub receipts: Vec<Receipt>,
+    /// Transactions that could not be applied at their position, with why,
+    /// in block order.
+    pub skipped: Vec<(B256, String)>,
+    /// Total gas used by the applied transactions.
+    pub gas_used: u64,
+    /// The block's state changes, in canonical order.
+    pub changes: ChangeSet,
+}
+
+/// Something that executes blocks. The finalizer holds one; the sequential
+/// executor is the reference, a parallel one must produce equal outcomes.
+pub trait BlockExecutor: Send {
+    /// Executes `block` on top of `state` (the state after its parent).
+    fn execute(&mut self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError>;
+}
+
+/// The in-order executor ([`execute_block`]) behind [`BlockExecutor`].
+#[derive(Debug, Clone)]
+pub struct SequentialExecutor {
+    cfg: ExecConfig,
+}
+
+impl SequentialExecutor {
+    /// An executor following `cfg`.
+    pub fn new(cfg: ExecConfig) -> Self {
+        SequentialExecutor { cfg }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ExecConfig {
+        &self.cfg
+    }
+}
+
+impl BlockExecutor for SequentialExecutor {
+    fn execute(&mut self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
+        execute_block(state, &self.cfg, block)
+    }
+}

@@ -1,0 +1,237 @@
+//! The block overlay: block-start state plus the effects of the transactions
+//! applied so far, remembering enough of the block-start values to produce
+//! the block's change set (see [`crate::sequential`] for its definition).
+
+use alloy_primitives::{
+    map::{AddressMap, B256Map, Entry as MapEntry, U256Map},
+    Address, Bytes, B256, U256,
+};
+use revm::{
+    primitives::KECCAK_EMPTY,
+    state::{AccountInfo, Bytecode, EvmState},
+    Database, DatabaseRef,
+};
+use sluice_messages::{AccountChange, ChangeSet, CodeChange};
+use sluice_store::{Account as StoredAccount, StateReader};
+
+use crate::db::{account_info, normalize_code_hash, DbError, StateDb};
+
+/// One storage slot: its value at block start and now.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    original: U256,
+    current: U256,
+}
+
+/// One account as seen during the block.
+#[derive(Debug)]
+struct Entry {
+    /// At block start (`None`: did not exist).
+    original: Option<StoredAccount>,
+    /// Now (`None`: does not exist).
+    current: Option<AccountInfo>,
+    /// Slots read or written during the block. When `wiped`, this holds every
+    /// slot that can be non-zero.
+    storage: U256Map<Slot>,
+    /// The block created a contract here or destroyed the account: storage
+    /// from before the block no longer applies.
+    wiped: bool,
+}
+
+impl Entry {
+    /// The block-start value of a slot not yet in `storage`. Accounts that
+    /// did not exist at block start have no storage, and wiped ones no
+    /// longer have what they had.
+    fn start_slot(&self, db: StateDb<'_>, address: Address, key: U256) -> Result<U256, DbError> {
+        if self.wiped || self.original.is_none() {
+            Ok(U256::ZERO)
+        } else {
+            db.storage_ref(address, key)
+        }
+    }
+}
+
+/// Block-start state with the block's changes on top; the database revm
+/// executes against.
+#[derive(Debug)]
+pub(crate) struct BlockState<'a> {
+    db: StateDb<'a>,
+    accounts: AddressMap<Entry>,
+    /// Analysed code by hash, so each contract is analysed once per block.
+    codes: B256Map<Bytecode>,
+}
+
+/// Loads an account into the overlay on first sight. A free function so the
+/// caller can keep using the overlay's other fields while holding the entry.
+fn load<'m>(
+    accounts: &'m mut AddressMap<Entry>,
+    db: StateDb<'_>,
+    address: Address,
+) -> Result<&'m mut Entry, DbError> {
+    match accounts.entry(address) {
+        MapEntry::Occupied(e) => Ok(e.into_mut()),
+        MapEntry::Vacant(v) => {
+            let original = db.reader().account(&address)?;
+            let current = original.as_ref().map(account_info);
+            Ok(v.insert(Entry { original, current, storage: U256Map::default(), wiped: false }))
+        }
+    }
+}
+
+impl<'a> BlockState<'a> {
+    /// An overlay with no changes yet.
+    pub(crate) fn new(state: &'a dyn StateReader) -> Self {
+        BlockState { db: StateDb::new(state), accounts: AddressMap::default(), codes: B256Map::default() }
+    }
+
+    /// Applies one transaction's state (as returned by revm) on top.
+    ///
+    /// Follows revm's own `DatabaseCommit` semantics for post-Spurious-Dragon
+    /// forks: untouched accounts are ignored, self-destructed ones vanish,
+    /// created ones start from empty storage, and touched empty accounts are
+    /// deleted (EIP-161).
+    pub(crate) fn commit_tx(&mut self, changes: EvmState) -> Result<(), DbError> {
+        let db = self.db;
+        for (address, account) in changes {
+            if !account.is_touched() {
+                continue;
+            }
+            let entry = load(&mut self.accounts, db, address)?;
+            if account.is_selfdestructed() {
+                entry.current = None;
+                entry.storage.clear();
+                entry.wiped = true;
+                continue;
+            }
+            if account.info.is_empty() && !account.is_created() {
+                // EIP-161. Deleting an account that exists removes its
+                // storage too; "deleting" one that never existed is a no-op.
+                if entry.current.is_some() {
+                    entry.wiped = true;
+                }
+                entry.current = None;
+                entry.storage.clear();
+                continue;
+            }
+            if account.is_created() {
+                entry.storage.clear();
+                entry.wiped = true;
+            }
+            for (key, slot) in account.storage {
+                if !slot.is_changed() {
+                    continue;
+                }
+                match entry.storage.get_mut(&key) {
+                    Some(s) => s.current = slot.present_value,
+                    None => {
+                        let original = entry.start_slot(db, address, key)?;
+                        entry.storage.insert(key, Slot { original, current: slot.present_value });
+                    }
+                }
+            }
+            entry.current = Some(account.info);
+        }
+        Ok(())
+    }
+
+    /// The block's change set: see [`crate::sequential`] for the definition.
+    pub(crate) fn change_set(&self) -> Result<ChangeSet, DbError> {
+        let mut accounts = Vec::new();
+        for (address, entry) in &self.accounts {
+            if let Some(change) = self.account_change(*address, entry)? {
+                accounts.push(change);
+            }
+        }
+        accounts.sort_unstable_by_key(|a| a.address);
+        Ok(ChangeSet { accounts })
+    }
+
+    fn account_change(&self, address: Address, e: &Entry) -> Result<Option<AccountChange>, DbError> {
+        let Some(info) = &e.current else {
+            // Gone at the end: a change only if it existed at block start.
+            return Ok(e.original.is_some().then(|| AccountChange {
+                address,
+                deleted: true,
+                balance: U256::ZERO,
+                nonce: 0,
+                code: None,
+                storage_cleared: true,
+                storage: Vec::new(),
+            }));
+        };
+        let start_code_hash = e.original.map_or(KECCAK_EMPTY, |a| normalize_code_hash(a.code_hash));
+        let info_changed = match &e.original {
+            None => true,
+            Some(a) => {
+                a.balance != info.balance || a.nonce != info.nonce || start_code_hash != info.code_hash
+            }
+        };
+        let mut storage: Vec<(U256, U256)> = e
+            .storage
+            .iter()
+            .filter(|(_, s)| if e.wiped { !s.current.is_zero() } else { s.current != s.original })
+            .map(|(k, s)| (*k, s.current))
+            .collect();
+        if !info_changed && !e.wiped && storage.is_empty() {
+            return Ok(None);
+        }
+        storage.sort_unstable_by_key(|(k, _)| *k);
+        let code = if info.code_hash == start_code_hash {
+            None
+        } else {
+            Some(CodeChange { hash: info.code_hash, code: self.code_bytes(info)? })
+        };
+        Ok(Some(AccountChange {
+            address,
+            deleted: false,
+            balance: info.balance,
+            nonce: info.nonce,
+            code,
+            storage_cleared: e.wiped,
+            storage,
+        }))
+    }
+
+    /// The raw bytes of an account's current code.
+    fn code_bytes(&self, info: &AccountInfo) -> Result<Bytes, DbError> {
+        if let Some(code) = &info.code {
+            return Ok(code.original_bytes());
+        }
+        if let Some(code) = self.codes.get(&info.code_hash) {
+            return Ok(code.original_bytes());
+        }
+        Ok(self.db.reader().code(&info.code_hash)?)
+    }
+}
+
+impl Database for BlockState<'_> {
+    type Error = DbError;
+
+    fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, DbError> {
+        Ok(load(&mut self.accounts, self.db, address)?.current.clone())
+    }
+
+    fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, DbError> {
+        if let Some(code) = self.codes.get(&code_hash) {
+            return Ok(code.clone());
+        }
+        let code = self.db.code_by_hash_ref(code_hash)?;
+        self.codes.insert(code_hash, code.clone());
+        Ok(code)
+    }
+
+    fn storage(&mut self, address: Address, index: U256) -> Result<U256, DbError> {
+        let db = self.db;
+        let entry = load(&mut self.accounts, db, address)?;
+        if let Some(slot) = entry.storage.get(&index) {
+            return Ok(slot.current);
+        }
+        let value = entry.start_slot(db, address, index)?;
+        entry.storage.insert(index, Slot { original: value, current: value });
+        Ok(value)
+    }
+
+    fn block_hash(&mut self, number: u64) -> Result<B256, DbError> {
+        self.db.block_hash_ref(number)
+    }
+}

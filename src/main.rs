@@ -1,0 +1,144 @@
+//! This file is the entry point of the `sluice` binary: it parses the
+//! command line, loads the layered configuration, installs logging and the
+//! metrics exporter, and runs the node until Ctrl-C or SIGTERM.
+//!
+//! `anyhow` is used here and only here, at the binary's edge.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use sluice_actors::Node;
+use sluice_config::{Config, Overrides};
+
+/// sluice: an EVM-only Ethereum node built as a pipeline of actors with
+/// bounded mailboxes.
+#[derive(Parser)]
+#[command(name = "sluice", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a node (JSON-RPC on 127.0.0.1:8545 and metrics on
+    /// 127.0.0.1:9545 by default).
+    Node(NodeArgs),
+    /// Print the effective configuration (after every layer) as TOML-like
+    /// JSON and exit.
+    Config(NodeArgs),
+}
+
+/// Flags override, in order: built-in defaults < config/default.toml
+/// (embedded) < --config FILE < SLUICE_* environment variables < flags.
+#[derive(Args, Clone)]
+struct NodeArgs {
+    /// A TOML config file layered over the embedded defaults.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Directory for chain data.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// JSON-RPC listen address (port 0 picks a free port).
+    #[arg(long, value_name = "HOST:PORT")]
+    rpc_addr: Option<SocketAddr>,
+    /// Prometheus metrics listen address (serves /metrics).
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<SocketAddr>,
+    /// EIP-155 chain id.
+    #[arg(long, value_name = "N")]
+    chain_id: Option<u64>,
+    /// A non-empty block is sealed at least this often, in milliseconds.
+    #[arg(long, value_name = "N")]
+    block_time_ms: Option<u64>,
+    /// Most transactions per block [default: 5000].
+    #[arg(long, value_name = "N")]
+    max_block_txs: Option<usize>,
+    /// Gas per block.
+    #[arg(long, value_name = "N")]
+    block_gas_limit: Option<u64>,
+    /// Number of dev accounts derived from the mnemonic and funded
+    /// (m/44'/60'/0'/0/i, 10,000 ETH each by default).
+    #[arg(long, value_name = "N")]
+    dev_accounts: Option<u32>,
+    /// A geth-style genesis JSON (config.chainId, alloc with balance, nonce,
+    /// code, storage); dev accounts are added to its allocation.
+    #[arg(long, value_name = "FILE")]
+    genesis: Option<PathBuf>,
+}
+
+impl NodeArgs {
+    fn load(&self) -> anyhow::Result<Config> {
+        let overrides = Overrides {
+            data_dir: self.data_dir.clone(),
+            rpc_addr: self.rpc_addr,
+            metrics_addr: self.metrics_addr,
+            chain_id: self.chain_id,
+            block_time_ms: self.block_time_ms,
+            max_block_txs: self.max_block_txs,
+            block_gas_limit: self.block_gas_limit,
+            dev_accounts: self.dev_accounts,
+            genesis_file: self.genesis.clone(),
+        };
+        Ok(Config::load(self.config.as_deref(), std::env::vars(), &overrides)?)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Config(args) => {
+            println!("{}", serde_json::to_string_pretty(&args.load()?)?);
+            Ok(())
+        }
+        Command::Node(args) => run_node(args.load()?),
+    }
+}
+
+fn run_node(cfg: Config) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    // Installed before the actor system so the exporter gets its own
+    // thread and a scrape never waits on a busy pipeline thread.
+    sluice_actors::metrics::install(cfg.metrics.addr)
+        .with_context(|| format!("cannot serve metrics on {}", cfg.metrics.addr))?;
+    tracing::info!(metrics = %cfg.metrics.addr, "serving Prometheus metrics at /metrics");
+    let system = actix_rt::System::new();
+    let result: anyhow::Result<()> = system.block_on(async move {
+        let node = Node::start(cfg).await?;
+        // The line tests and scripts wait for: the bound address (the
+        // configured port may be 0).
+        println!("sluice: JSON-RPC listening on http://{}", node.rpc_addr);
+        wait_for_signal().await;
+        tracing::info!("shutting down: admission first, then the pipeline in order");
+        node.shutdown().await?;
+        Ok(())
+    });
+    result
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

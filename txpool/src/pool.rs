@@ -1,0 +1,312 @@
+//! The mempool: global limits shared by every shard, and FIFO shards.
+//!
+//! Shards keep arrival order, which with gapless nonces is also each
+//! sender's nonce order, so block production only ever takes from the front.
+
+use std::{
+    collections::VecDeque,
+    sync::atomic::{AtomicU64, Ordering},
+};
+
+use alloy_primitives::{map::B256Map, B256};
+use sluice_messages::RecoveredTx;
+
+use crate::error::TxError;
+
+/// Global pool occupancy, shared (in an `Arc`) by every admission worker and
+/// shard: the pool's bound must hold across all of them, not per shard.
+#[derive(Debug)]
+pub struct PoolCounters {
+    max_txs: u64,
+    max_bytes: u64,
+    txs: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// Adds `add` to `counter` only if the result stays `<= max`.
+fn add_within(counter: &AtomicU64, add: u64, max: u64) -> bool {
+    counter
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+            cur.checked_add(add).filter(|&new| new <= max)
+        })
+        .is_ok()
+}
+
+/// Subtracts `sub` from `counter`, stopping at zero.
+fn sub_saturating(counter: &AtomicU64, sub: u64) {
+    let old = counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| Some(cur.saturating_sub(sub)));
+    debug_assert!(old.is_ok_and(|old| old >= sub), "released more than acquired");
+}
+
+impl PoolCounters {
+    /// Limits: at most `max_txs` transactions and `max_bytes` raw bytes.
+    pub fn new(max_txs: u64, max_bytes: u64) -> Self {
+        PoolCounters { max_txs, max_bytes, txs: AtomicU64::new(0), bytes: AtomicU64::new(0) }
+    }
+
+    /// Takes room for one transaction of `bytes` raw bytes, or answers
+    /// `txpool is full`.
+    ///
+    /// Never oversubscribes under concurrency: each counter is raised by a
+    /// compare-and-swap that refuses to pass its limit, and the count taken
+    /// first is given back if the bytes do not fit. (A racing caller may then
+    /// see the pool full for an instant; it is never over-full.)
+    pub fn try_acquire(&self, bytes: usize) -> Result<(), TxError> {
+        let bytes = bytes as u64;
+        if !add_within(&self.txs, 1, self.max_txs) {
+            return Err(TxError::TxPoolFull);
+        }
+        if !add_within(&self.bytes, bytes, self.max_bytes) {
+            sub_saturating(&self.txs, 1);
+            return Err(TxError::TxPoolFull);
+        }
+        Ok(())
+    }
+
+    /// Takes room back for transactions returned to a shard after being
+    /// taken; may exceed the limits briefly, since they were already counted
+    /// before.
+    pub fn force_acquire(&self, n_txs: usize, bytes: usize) {
+        self.txs.fetch_add(n_txs as u64, Ordering::AcqRel);
+        self.bytes.fetch_add(bytes as u64, Ordering::AcqRel);
+    }
+
+    /// Gives back room for `n_txs` transactions totalling `bytes` (taken for
+    /// a block, or refused after acquiring).
+    pub fn release(&self, n_txs: usize, bytes: usize) {
+        sub_saturating(&self.txs, n_txs as u64);
+        sub_saturating(&self.bytes, bytes as u64);
+    }
+
+    /// Transactions currently counted.
+    pub fn len(&self) -> u64 {
+        self.txs.load(Ordering::Acquire)
+    }
+
+    /// Whether nothing is counted.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Raw bytes currently counted.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// The transaction-count limit.
+    pub fn max_txs(&self) -> u64 {
+        self.max_txs
+    }
+
+    /// The byte limit.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+}
+
+/// One FIFO shard of the mempool.
+///
+/// `find` is O(1): every pushed transaction gets a sequence number, the
+/// index maps hash -> sequence, and the position is `seq - head_seq`.
+#[derive(Debug, Default)]
+pub struct MempoolShard {
+    queue: VecDeque<RecoveredTx>,
+    index: B256Map<u64>,
+    /// Sequence number of the transaction at the front.
+    head_seq: u64,
+    bytes: usize,
+}
+
+impl MempoolShard {
+    /// An empty shard.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a transaction; `already known` if its hash is queued here.
+    /// Room must have been acquired from [`PoolCounters`] first.
+    pub fn push(&mut self, tx: RecoveredTx) -> Result<(), TxError> {
+        let seq = self.head_seq + self.queue.len() as u64;
+        if self.index.contains_key(&tx.hash) {
+            return Err(TxError::AlreadyKnown);
+        }
+        self.index.insert(tx.hash, seq);
+        self.bytes += tx.raw.len();
+        self.queue.push_back(tx);
+        Ok(())
+    }
+
+    /// Takes transactions from the front while each fits in what is left of
+    /// `gas_budget` (by gas limit) and `max_bytes` (by raw size), up to
+    /// `max_txs`.
+    ///
+    /// Stops at the first that does not fit rather than skipping ahead: a
+    /// later transaction may be the same sender's next nonce, and taking it
+    /// first would make both fail. Admission keeps each gas limit within the
+    /// block gas limit, so the front always fits an empty block.
+    pub fn take(&mut self, max_txs: usize, gas_budget: u64, max_bytes: usize) -> Vec<RecoveredTx> {
+        let (mut gas_left, mut bytes_left) = (gas_budget, max_bytes);
+        let mut n = 0;
+        for tx in self.queue.iter().take(max_txs) {
+            let (gas, size) = (tx.gas_limit(), tx.raw.len());
+            if gas > gas_left || size > bytes_left {
+                break;
+            }
+            gas_left -= gas;
+            bytes_left -= size;
+            n += 1;
+        }
+        let taken: Vec<RecoveredTx> = self.queue.drain(..n).collect();
+        for tx in &taken {
+            self.index.remove(&tx.hash);
+            self.bytes -= tx.raw.len();
+        }
+        self.head_seq += n as u64;
+        taken
+    }
+
+    /// Puts transactions taken by [`MempoolShard::take`] back at the front,
+    /// in their order (a taker that could not use them, so nothing is lost).
+    pub fn restore_front(&mut self, txs: Vec<RecoveredTx>) {
+        for tx in txs.into_iter().rev() {
+            self.head_seq = self.head_seq.saturating_sub(1);
+            self.index.insert(tx.hash, self.head_seq);
+            self.bytes += tx.raw.len();
+            self.queue.push_front(tx);
+        }
+    }
+
+    /// The queued transaction with this hash.
+    pub fn find(&self, hash: &B256) -> Option<&RecoveredTx> {
+        let seq = *self.index.get(hash)?;
+        self.queue.get(usize::try_from(seq - self.head_seq).ok()?)
+    }
+
+    /// Number of queued transactions.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Whether the shard is empty.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Raw bytes of the queued transactions.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{recover::recover_raw, sign::Signer};
+    use alloy_consensus::TxEip1559;
+    use alloy_primitives::{Address, TxKind};
+    use std::sync::{atomic::AtomicBool, Arc};
+
+    fn tx(nonce: u64, gas_limit: u64, input_len: usize) -> RecoveredTx {
+        let signer = Signer::from_bytes(&B256::repeat_byte(7)).unwrap();
+        let raw = signer.sign_raw(
+            TxEip1559 {
+                chain_id: 1,
+                nonce,
+                gas_limit,
+                max_fee_per_gas: 1,
+                to: TxKind::Call(Address::ZERO),
+                input: vec![1u8; input_len].into(),
+                ..Default::default()
+            }
+            .into(),
+        );
+        recover_raw(raw).unwrap()
+    }
+
+    #[test]
+    fn counters_refuse_past_either_limit_and_release() {
+        let c = PoolCounters::new(2, 100);
+        c.try_acquire(60).unwrap();
+        assert_eq!(c.try_acquire(41), Err(TxError::TxPoolFull));
+        assert_eq!((c.len(), c.bytes()), (1, 60), "a refused byte acquire gives the count back");
+        c.try_acquire(40).unwrap();
+        assert_eq!(c.try_acquire(0), Err(TxError::TxPoolFull));
+        c.release(2, 100);
+        assert!(c.is_empty());
+        assert_eq!(c.bytes(), 0);
+    }
+
+    #[test]
+    fn counters_never_exceed_limits_under_four_threads() {
+        let c = Arc::new(PoolCounters::new(50, 5_000));
+        let over = Arc::new(AtomicBool::new(false));
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (c, over) = (c.clone(), over.clone());
+                s.spawn(move || {
+                    for i in 0..20_000u64 {
+                        let size = 50 + ((i * 7 + t * 13) % 100) as usize;
+                        if c.try_acquire(size).is_ok() {
+                            if c.len() > 50 || c.bytes() > 5_000 {
+                                over.store(true, Ordering::Relaxed);
+                            }
+                            if i % 3 != 0 {
+                                c.release(1, size);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert!(!over.load(Ordering::Relaxed));
+        assert!(c.len() <= 50 && c.bytes() <= 5_000);
+        assert!(!c.is_empty(), "the test must actually reach the limits");
+    }
+
+    #[test]
+    fn take_respects_gas_budget_and_never_skips_ahead() {
+        let mut shard = MempoolShard::new();
+        for (n, gas) in [(0, 30_000), (1, 50_000), (2, 21_000), (3, 21_000)] {
+            shard.push(tx(n, gas, 0)).unwrap();
+        }
+        // 30k fits, 50k does not fit the remaining 40k: stop, although the
+        // 21k behind it would fit.
+        let taken = shard.take(10, 70_000, usize::MAX);
+        assert_eq!(taken.iter().map(|t| t.nonce()).collect::<Vec<_>>(), vec![0]);
+        let taken = shard.take(2, u64::MAX, usize::MAX);
+        assert_eq!(taken.iter().map(|t| t.nonce()).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(shard.len(), 1);
+    }
+
+    #[test]
+    fn take_respects_byte_budget_and_tracks_bytes() {
+        let mut shard = MempoolShard::new();
+        let (a, b) = (tx(0, 100_000, 10), tx(1, 100_000, 500));
+        let (a_len, b_len) = (a.raw.len(), b.raw.len());
+        shard.push(a).unwrap();
+        shard.push(b).unwrap();
+        assert_eq!(shard.bytes(), a_len + b_len);
+        assert_eq!(shard.take(10, u64::MAX, a_len + b_len - 1).len(), 1);
+        assert_eq!(shard.bytes(), b_len);
+        assert_eq!(shard.take(10, u64::MAX, b_len).len(), 1);
+        assert!(shard.is_empty() && shard.bytes() == 0);
+    }
+
+    #[test]
+    fn find_and_duplicates_follow_the_queue() {
+        let mut shard = MempoolShard::new();
+        let txs: Vec<_> = (0..4).map(|n| tx(n, 21_000, 0)).collect();
+        for t in &txs {
+            shard.push(t.clone()).unwrap();
+        }
+        assert_eq!(shard.push(txs[2].clone()), Err(TxError::AlreadyKnown));
+        assert_eq!(shard.find(&txs[3].hash).map(|t| t.nonce()), Some(3));
+        shard.take(2, u64::MAX, usize::MAX);
+        assert!(shard.find(&txs[0].hash).is_none());
+        assert_eq!(shard.find(&txs[2].hash).map(|t| t.nonce()), Some(2));
+        // A taken transaction may come back (e.g. re-sent after a skip).
+        shard.push(txs[0].clone()).unwrap();
+        assert_eq!(shard.find(&txs[0].hash).map(|t| t.nonce()), Some(0));
+        assert_eq!(shard.len(), 3);
+    }
+}

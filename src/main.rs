@@ -97,9 +97,13 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn run_node(cfg: Config) -> anyhow::Result<()> {
+    // Logs go to stderr (stdout carries the one "listening" line scripts
+    // wait for), without colour codes unless stderr is a terminal.
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
     // Installed before the actor system so the exporter gets its own

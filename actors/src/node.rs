@@ -273,8 +273,10 @@ impl Node {
         if self.producer.send(ProducerMsg::Flush { reply }).await.is_ok() {
             let _ = flushed.await;
         }
+        tracing::debug!("mempool flushed into blocks");
         drop(self.producer);
         let _ = self.done.await;
+        tracing::debug!("store commit drained");
         for a in &self.arbiters {
             a.stop();
         }

@@ -92,10 +92,26 @@ impl Producer {
         }
     }
 
-    /// Seals one block if anything is waiting; the actor takes no other
-    /// message until the block is in the preparation mailbox.
+    /// Seals one block if anything is waiting; a backlog of full blocks is
+    /// sealed back to back, not one per tick.
     fn seal(&mut self, ctx: &mut Context<Self>) {
+        self.seal_then(ctx, |act, ctx, _| {
+            if act.counters.len() >= act.settings.max_block_txs as u64 {
+                act.seal(ctx);
+            }
+        });
+    }
+
+    /// Seals one block, then runs `then` (with whether a block was sealed).
+    /// The actor takes no other message until the block is in the
+    /// preparation mailbox. Continuations are chained through `then`, never
+    /// queued side by side: actix runs `ctx.wait` futures last-in first-out.
+    fn seal_then<F>(&mut self, ctx: &mut Context<Self>, then: F)
+    where
+        F: FnOnce(&mut Self, &mut Context<Self>, bool) + 'static,
+    {
         if self.counters.is_empty() {
+            then(self, ctx, false);
             return;
         }
         let start = Instant::now();
@@ -122,6 +138,7 @@ impl Producer {
             Some(block)
         };
         ctx.wait(fut.into_actor(self).map(move |sealed, act, ctx| {
+            let progressed = sealed.is_some();
             if let Some(block) = sealed {
                 let now = Instant::now();
                 if let Some(prev) = act.last_sealed.replace(now) {
@@ -136,24 +153,27 @@ impl Producer {
                 };
             }
             act.metrics.handled(start);
-            // A backlog of full blocks is sealed back to back, not one per tick.
-            if act.counters.len() >= act.settings.max_block_txs as u64 {
-                act.seal(ctx);
-            }
+            then(act, ctx, progressed);
         }));
     }
 
     /// Seals until the mempool is empty, then answers and stops, which
     /// closes preparation's mailbox and lets the pipeline drain in order.
     fn flush(&mut self, ctx: &mut Context<Self>, reply: oneshot::Sender<()>) {
-        if !self.counters.is_empty() {
-            self.seal(ctx);
-            // Runs after the seal above completes (ctx.wait orders them).
-            ctx.wait(async {}.into_actor(self).map(move |_, act, ctx| act.flush(ctx, reply)));
-            return;
-        }
-        let _ = reply.send(());
-        ctx.stop();
+        self.seal_then(ctx, move |act, ctx, progressed| {
+            if progressed && !act.counters.is_empty() {
+                act.flush(ctx, reply);
+                return;
+            }
+            if !act.counters.is_empty() {
+                tracing::error!(
+                    waiting = act.counters.len(),
+                    "mempool not empty but nothing could be sealed"
+                );
+            }
+            let _ = reply.send(());
+            ctx.stop();
+        });
     }
 }
 
@@ -226,7 +246,10 @@ impl StreamHandler<ProducerMsg> for Producer {
                     self.seal(ctx);
                 }
             }
-            ProducerMsg::Flush { reply } => self.flush(ctx, reply),
+            ProducerMsg::Flush { reply } => {
+                tracing::debug!(waiting = self.counters.len(), "flushing the mempool");
+                self.flush(ctx, reply)
+            }
         }
     }
 

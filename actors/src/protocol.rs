@@ -3,6 +3,11 @@
 //! on a oneshot channel carried by the request, so a caller that gave up
 //! (a closed HTTP connection) costs the actor nothing.
 
+// Transactions travel by value: boxing them would add an allocation per
+// transaction on the hottest path, while a mailbox slot of ~500 bytes times
+// a bounded capacity is a small, fixed cost.
+#![allow(clippy::large_enum_variant)]
+
 use std::{sync::Arc, time::Instant};
 
 use alloy_primitives::{Address, U256};

@@ -15,12 +15,14 @@ use revm::{
     },
     context_interface::{result::EVMError, transaction::AccessList},
     handler::{MainnetContext, MainnetEvm},
+    primitives::KECCAK_EMPTY,
     ExecuteEvm, MainBuilder, MainContext,
 };
 use sluice_messages::{BlockHeader, Log};
-use sluice_store::{StateReader, EMPTY_CODE_HASH};
+use sluice_store::StateReader;
 
 use crate::{
+    db::normalize_code_hash,
     env::{block_env, cfg_env},
     overlay::BlockState,
     sequential::log,
@@ -118,7 +120,7 @@ pub fn estimate_gas(
     // (checked by running it once: an access list or a precompile recipient
     // needs more and falls through to the search).
     if let Some(to) = req.to {
-        let no_code = state.account(&to)?.is_none_or(|a| a.code_hash == EMPTY_CODE_HASH);
+        let no_code = state.account(&to)?.is_none_or(|a| normalize_code_hash(a.code_hash) == KECCAK_EMPTY);
         if req.input.is_empty() && no_code && hi >= TX_GAS && sim.succeeds(TX_GAS)? {
             return Ok(TX_GAS);
         }
@@ -228,7 +230,7 @@ impl<'a> Simulator<'a> {
             authorization_list: Vec::new(),
         };
         let evm = Context::mainnet()
-            .with_db(BlockState::new(state))
+            .with_db(BlockState::with_capacity(state, 4))
             .with_block(block_env(header, cfg.spec))
             .with_cfg(env)
             .build_mainnet();

@@ -6,7 +6,7 @@
 //! Layout:
 //! - [`sequential`]: the in-order executor and the exact definition of a
 //!   block's results (skips, receipts, change set).
-//! - [`call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
+//! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - `env` (private): translation of headers, config and transactions into

@@ -79,9 +79,14 @@ fn load<'m>(
 }
 
 impl<'a> BlockState<'a> {
-    /// An overlay with no changes yet.
-    pub(crate) fn new(state: &'a dyn StateReader) -> Self {
-        BlockState { db: StateDb::new(state), accounts: AddressMap::default(), codes: B256Map::default() }
+    /// An overlay with no changes yet, with room for `accounts` accounts
+    /// (growing a map of large entries copies them all, so size it up front).
+    pub(crate) fn with_capacity(state: &'a dyn StateReader, accounts: usize) -> Self {
+        BlockState {
+            db: StateDb::new(state),
+            accounts: AddressMap::with_capacity_and_hasher(accounts, Default::default()),
+            codes: B256Map::default(),
+        }
     }
 
     /// Applies one transaction's state (as returned by revm) on top.
@@ -136,13 +141,15 @@ impl<'a> BlockState<'a> {
 
     /// The block's change set: see [`crate::sequential`] for the definition.
     pub(crate) fn change_set(&self) -> Result<ChangeSet, DbError> {
+        // Sort small (address, entry) pairs rather than finished changes.
+        let mut entries: Vec<(&Address, &Entry)> = self.accounts.iter().collect();
+        entries.sort_unstable_by_key(|(address, _)| **address);
         let mut accounts = Vec::new();
-        for (address, entry) in &self.accounts {
+        for (address, entry) in entries {
             if let Some(change) = self.account_change(*address, entry)? {
                 accounts.push(change);
             }
         }
-        accounts.sort_unstable_by_key(|a| a.address);
         Ok(ChangeSet { accounts })
     }
 

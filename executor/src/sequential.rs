@@ -39,7 +39,9 @@
 //!   whose S1 value differs from S0. Sorted by slot.
 //!
 //! Accounts are sorted by address. Accounts that exist in neither S0 nor S1
-//! never appear, whatever happened to them in between.
+//! never appear, whatever happened to them in between. An account absent
+//! from S0 has no storage in S0 (the state reader is not asked), which is
+//! what a store honouring `storage_cleared` on deletion guarantees anyway.
 //!
 //! # Fees
 //!
@@ -72,7 +74,8 @@ pub fn execute_block(
 ) -> Result<BlockOutcome, ExecError> {
     let header = &block.block.header;
     let mut evm = Context::mainnet()
-        .with_db(BlockState::new(state))
+        // Typically a sender and a recipient per transaction, plus the coinbase.
+        .with_db(BlockState::with_capacity(state, 2 * block.txs.len() + 1))
         .with_block(block_env(header, cfg.spec))
         .with_cfg(cfg_env(cfg))
         .build_mainnet();

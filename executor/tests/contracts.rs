@@ -203,3 +203,42 @@ fn eip7702_delegation_sets_code_and_runs_it() {
     assert!(out.receipts.is_empty() && out.changes.accounts.is_empty());
     assert_eq!(out.skipped.len(), 1);
 }
+
+#[test]
+fn one_block_or_two_reach_the_same_state() {
+    let state = funded_state();
+    let (alice, bob) = (signer(1), signer(2));
+    let counter = alice.address().create(0);
+    let init = init_code(&[0x60, 0x07, 0x60, 0x01, 0x55], &counter_runtime());
+    let txs = vec![
+        eip1559(&alice, 0, TxKind::Create, 0, init, 200_000),
+        transfer(&bob, 0, alice.address(), 3),
+        eip1559(&alice, 1, TxKind::Call(counter), 0, Bytes::new(), 100_000),
+        eip1559(&bob, 1, TxKind::Call(counter), 5, Bytes::new(), 100_000),
+    ];
+    let whole = after(&state, &run(&state, &block(1, GAS_LIMIT, txs.clone())));
+
+    let first = run(&state, &block(1, GAS_LIMIT, txs[..2].to_vec()));
+    let mid = after(&state, &first);
+    let second = run(&mid, &block(1, GAS_LIMIT, txs[2..].to_vec()));
+    assert!(second.receipts.iter().all(|r| r.success));
+    assert_eq!(after(&mid, &second), whole);
+    assert_eq!(whole.get_storage(&counter, &U256::ZERO), U256::from(2));
+    assert_eq!(balance(&whole, counter), U256::from(5));
+}
+
+#[test]
+fn out_of_gas_consumes_the_limit_and_cancun_blocks_run() {
+    let mut state = funded_state();
+    let alice = signer(1);
+    let spinner = Address::repeat_byte(0x30);
+    state.set_code(spinner, spinner_runtime());
+    let b = block(1, GAS_LIMIT, vec![eip1559(&alice, 0, TxKind::Call(spinner), 0, Bytes::new(), 50_000)]);
+    for spec in [Spec::Prague, Spec::Cancun] {
+        let out = execute_block(&state, &ExecConfig { spec, ..cfg() }, &b).expect("executes");
+        let r = &out.receipts[0];
+        assert!(!r.success && r.output.is_empty() && r.logs.is_empty());
+        assert_eq!((r.gas_used, out.gas_used), (50_000, 50_000));
+        assert!(!listed(&out, spinner));
+    }
+}

@@ -64,7 +64,7 @@ fn parse_u256(field: &str, v: &serde_json::Value) -> Result<U256, GenesisError> 
         serde_json::Value::Number(n) => n.as_u64().map(U256::from).ok_or_else(|| err(field, "not a u64")),
         serde_json::Value::String(s) => {
             let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-                Some(hex) if hex.is_empty() => Ok(U256::ZERO),
+                Some("") => Ok(U256::ZERO),
                 Some(hex) => U256::from_str_radix(hex, 16),
                 None => U256::from_str_radix(s, 10),
             };

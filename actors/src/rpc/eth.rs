@@ -132,13 +132,13 @@ pub async fn dispatch(
         "eth_blobBaseFee" => Ok(hex_u64(1)),
         "eth_feeHistory" => fee_history(s, &p),
         "eth_estimateGas" => {
-            let req = p.call(0)?;
+            let req = capped(p.call(0)?, s);
             state_at(s, p.block(1)?)?;
             let head = s.store.head_block();
             Ok(hex_u64(estimate_gas(s.store.as_ref(), &s.exec, &head.block.header, &req)?))
         }
         "eth_call" => {
-            let req = p.call(0)?;
+            let req = capped(p.call(0)?, s);
             state_at(s, p.block(1)?)?;
             let head = s.store.head_block();
             let out = call(s.store.as_ref(), &s.exec, &head.block.header, &req)?;
@@ -174,6 +174,14 @@ pub async fn dispatch(
         "eth_getLogs" => get_logs(s, p.req(0)?),
         _ => Err(RpcError::method_not_found(method)),
     }
+}
+
+/// Calls get at most the block gas limit (geth caps at its RPC gas cap), so
+/// one request cannot run unbounded work.
+fn capped(mut req: sluice_executor::CallRequest, s: &RpcState) -> sluice_executor::CallRequest {
+    let cap = s.rules.block_gas_limit;
+    req.gas = Some(req.gas.map_or(cap, |g| g.min(cap)));
+    req
 }
 
 fn base_fee(s: &RpcState) -> u64 {

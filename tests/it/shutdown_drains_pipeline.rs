@@ -1,0 +1,20 @@
+//! SIGTERM stops admission first, then drains the pipeline in order: the
+//! transactions still in the mempool are sealed, executed and committed
+//! before the process exits, and it exits 0.
+
+use crate::support::*;
+
+#[test]
+fn sigterm_commits_what_was_admitted_and_exits_cleanly() {
+    // A block time far beyond the test: only shutdown can seal this block.
+    let mut node = TestNode::start(&[], &["--block-time-ms", "600000"]);
+    for n in 0..3 {
+        node.send(&transfer(&dev(0), n, random_signer().address(), 1)).unwrap();
+    }
+    assert_eq!(node.nonce(dev(0).address(), "latest"), 0, "nothing committed yet");
+    let status = node.terminate();
+    assert!(status.success(), "exit status {status}; log:\n{}", node.log());
+    let log = node.log();
+    assert!(log.contains("last block committed"), "{log}");
+    assert!(log.contains("height=1"), "the pending block was committed before exit:\n{log}");
+}

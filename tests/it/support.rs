@@ -1,0 +1,295 @@
+//! Test harness: starts the real `sluice` binary on free ports in a
+//! temporary data dir, and talks JSON-RPC to it over real HTTP.
+
+use std::{
+    io::{BufRead, BufReader},
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::atomic::{AtomicU32, Ordering},
+    time::{Duration, Instant},
+};
+
+use alloy_consensus::{TxEip1559, TxLegacy, TypedTransaction};
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
+use serde_json::{json, Value};
+use sluice_txpool::Signer;
+
+/// The well-known first dev keys of the test mnemonic.
+pub const DEV_KEYS: [&str; 4] = [
+    "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+    "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+    "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+    "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
+];
+
+/// Chain id of test nodes.
+pub const CHAIN_ID: u64 = 31337;
+/// Base fee of test nodes (1 gwei).
+pub const BASE_FEE: u128 = 1_000_000_000;
+
+static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+}
+
+/// A running node process; killed on drop.
+pub struct TestNode {
+    child: Option<Child>,
+    /// JSON-RPC URL.
+    pub url: String,
+    /// Metrics URL.
+    pub metrics_url: String,
+    /// Data dir.
+    pub dir: PathBuf,
+    log: PathBuf,
+}
+
+impl TestNode {
+    /// Starts a node with extra `SLUICE_*` environment variables and flags.
+    pub fn start(env: &[(&str, &str)], args: &[&str]) -> TestNode {
+        let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("sluice-it-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let metrics_port = free_port();
+        let log = dir.join("node.log");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.arg("node")
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--rpc-addr")
+            .arg("127.0.0.1:0")
+            .arg("--metrics-addr")
+            .arg(format!("127.0.0.1:{metrics_port}"))
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn sluice");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let url = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(url) = line.strip_prefix("sluice: JSON-RPC listening on ") {
+                        break url.trim().to_string();
+                    }
+                }
+                _ => {
+                    let _ = child.wait();
+                    panic!(
+                        "node exited before listening; log:\n{}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
+                }
+            }
+        };
+        // Keep draining stdout so the node never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        TestNode {
+            child: Some(child),
+            url,
+            metrics_url: format!("http://127.0.0.1:{metrics_port}/metrics"),
+            dir,
+            log,
+        }
+    }
+
+    /// Starts a node with default settings and a short block time.
+    pub fn dev() -> TestNode {
+        TestNode::start(&[], &["--block-time-ms", "50"])
+    }
+
+    /// The node's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let pid = child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "node did not exit within 30 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Posts a raw body; returns the HTTP status and body.
+    pub fn post_raw(&self, body: &str) -> (u16, String) {
+        match ureq::post(&self.url).set("content-type", "application/json").send_string(body) {
+            Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
+            Err(e) => panic!("transport error: {e}"),
+        }
+    }
+
+    /// Posts JSON and parses the JSON answer.
+    pub fn post(&self, body: &Value) -> Value {
+        let (status, text) = self.post_raw(&body.to_string());
+        assert_eq!(status, 200, "HTTP {status}: {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON {e}: {text}"))
+    }
+
+    /// One call; `Ok(result)` or `Err(error object)`.
+    pub fn call(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let resp = self.post(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        match resp.get("error") {
+            Some(e) => Err(e.clone()),
+            None => Ok(resp["result"].clone()),
+        }
+    }
+
+    /// One call that must succeed.
+    pub fn ok(&self, method: &str, params: Value) -> Value {
+        self.call(method, params).unwrap_or_else(|e| panic!("{method} failed: {e}"))
+    }
+
+    /// Sends a raw transaction.
+    pub fn send(&self, raw: &Bytes) -> Result<B256, Value> {
+        self.call("eth_sendRawTransaction", json!([raw])).map(|v| v.as_str().unwrap().parse().unwrap())
+    }
+
+    /// Waits (up to 30 s) for a receipt.
+    pub fn receipt(&self, hash: &B256) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = self.ok("eth_getTransactionReceipt", json!([hash]));
+            if !r.is_null() {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "no receipt for {hash}; log:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Balance of an account.
+    pub fn balance(&self, addr: Address) -> U256 {
+        parse_u256(&self.ok("eth_getBalance", json!([addr, "latest"])))
+    }
+
+    /// Nonce of an account at `tag`.
+    pub fn nonce(&self, addr: Address, tag: &str) -> u64 {
+        parse_u64(&self.ok("eth_getTransactionCount", json!([addr, tag])))
+    }
+
+    /// The metrics text.
+    pub fn metrics(&self) -> String {
+        ureq::get(&self.metrics_url).call().expect("scrape").into_string().expect("metrics text")
+    }
+
+    /// The value of a metric line starting with `prefix` (name plus labels).
+    pub fn metric(&self, prefix: &str) -> Option<f64> {
+        self.metrics()
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A hex quantity.
+pub fn parse_u64(v: &Value) -> u64 {
+    u64::from_str_radix(v.as_str().expect("hex string").trim_start_matches("0x"), 16).expect("hex u64")
+}
+
+/// A hex 256-bit quantity.
+pub fn parse_u256(v: &Value) -> U256 {
+    U256::from_str_radix(v.as_str().expect("hex string").trim_start_matches("0x"), 16).expect("hex u256")
+}
+
+/// Dev signer `i` (0..4).
+pub fn dev(i: usize) -> Signer {
+    Signer::from_bytes(&DEV_KEYS[i].parse().unwrap()).unwrap()
+}
+
+/// A fresh random signer (no funds).
+pub fn random_signer() -> Signer {
+    loop {
+        if let Some(s) = Signer::from_bytes(&B256::from(rand::random::<[u8; 32]>())) {
+            return s;
+        }
+    }
+}
+
+/// A signed EIP-1559 transaction.
+pub fn eip1559(from: &Signer, nonce: u64, to: TxKind, value: U256, input: Bytes, gas: u64) -> Bytes {
+    from.sign_raw(TypedTransaction::Eip1559(TxEip1559 {
+        chain_id: CHAIN_ID,
+        nonce,
+        gas_limit: gas,
+        max_fee_per_gas: 2 * BASE_FEE,
+        max_priority_fee_per_gas: 1_000,
+        to,
+        value,
+        input,
+        access_list: Default::default(),
+    }))
+}
+
+/// A signed EIP-1559 value transfer.
+pub fn transfer(from: &Signer, nonce: u64, to: Address, wei: u64) -> Bytes {
+    eip1559(from, nonce, TxKind::Call(to), U256::from(wei), Bytes::new(), 21_000)
+}
+
+/// A signed legacy (EIP-155) transaction.
+pub fn legacy(from: &Signer, nonce: u64, to: Address, wei: u64, chain_id: Option<u64>) -> Bytes {
+    from.sign_raw(TypedTransaction::Legacy(TxLegacy {
+        chain_id,
+        nonce,
+        gas_price: 2 * BASE_FEE,
+        gas_limit: 21_000,
+        to: TxKind::Call(to),
+        value: U256::from(wei),
+        input: Bytes::new(),
+    }))
+}
+
+/// Runtime of the test counter contract: any call increments slot 0, logs
+/// the new value under [`counter_topic`] and returns it; calldata starting
+/// with 0xff reverts with 0xdeadbeef.
+pub fn counter_runtime() -> Vec<u8> {
+    let mut code = vec![0x60, 0x00, 0x35, 0x60, 0xf8, 0x1c, 0x60, 0xff, 0x14, 0x60, 0x45, 0x57];
+    code.extend([0x60, 0x00, 0x54, 0x60, 0x01, 0x01, 0x80, 0x60, 0x00, 0x55]);
+    code.extend([0x80, 0x60, 0x00, 0x52]);
+    code.push(0x7f);
+    code.extend_from_slice(counter_topic().as_slice());
+    code.extend([0x60, 0x20, 0x60, 0x00, 0xa1]);
+    code.extend([0x60, 0x20, 0x60, 0x00, 0xf3]);
+    assert_eq!(code.len(), 69, "jump destination must stay at 0x45");
+    code.extend([0x5b, 0x63, 0xde, 0xad, 0xbe, 0xef, 0x60, 0x00, 0x52, 0x60, 0x04, 0x60, 0x1c, 0xfd]);
+    code
+}
+
+/// Init code deploying [`counter_runtime`].
+pub fn counter_initcode() -> Bytes {
+    let runtime = counter_runtime();
+    let mut code = vec![0x60, runtime.len() as u8, 0x80, 0x60, 0x0b, 0x60, 0x00, 0x39, 0x60, 0x00, 0xf3];
+    code.extend(runtime);
+    Bytes::from(code)
+}
+
+/// The counter's log topic.
+pub fn counter_topic() -> B256 {
+    alloy_primitives::keccak256("Incremented(uint256)")
+}

@@ -38,6 +38,10 @@ async fn admit(state: &RpcState, raw: Bytes) -> Result<B256, TxError> {
     if !state.accepting.load(Ordering::Acquire) {
         return Err(TxError::Unavailable("node is shutting down"));
     }
+    if state.store.halted().is_some() {
+        // Nothing admitted now could ever be committed.
+        return Err(TxError::Unavailable("store halted after a failed commit"));
+    }
     let received = Instant::now();
     let tx = admit_stateless(raw, &state.rules)?;
     let height = state.store.head();

@@ -23,6 +23,7 @@ use sluice_store::Store;
 use tokio::sync::oneshot;
 
 use crate::{
+    events::ChainEvents,
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     pending::PendingTxs,
@@ -38,6 +39,8 @@ pub struct Committer {
     rx: Option<MailboxReceiver<CommitMsg>>,
     done: Option<oneshot::Sender<()>>,
     metrics: ActorMetrics,
+    /// Where committed heights are published for subscribers (WebSocket).
+    events: Option<ChainEvents>,
 }
 
 impl Committer {
@@ -59,7 +62,14 @@ impl Committer {
             rx: Some(rx),
             done: Some(done),
             metrics: ActorMetrics::new("committer"),
+            events: None,
         }
+    }
+
+    /// Publishes each committed height to `events` (subscriptions).
+    pub fn with_events(mut self, events: ChainEvents) -> Self {
+        self.events = Some(events);
+        self
     }
 }
 
@@ -84,7 +94,12 @@ impl StreamHandler<CommitMsg> for Committer {
         let start = Instant::now();
         let number = msg.block.block.header.number;
         match self.store.commit(&msg.block) {
-            Ok(app_hash) => {
+            Ok(info) => {
+                let app_hash = info.app_hash;
+                if info.synced {
+                    metrics::histogram!(m::STORE_SYNC_SECONDS).record(info.write.as_secs_f64());
+                }
+                metrics::gauge!(m::STORE_APP_HASH_HEIGHT).set(number as f64);
                 self.committed.store(number, Ordering::Release);
                 for r in &msg.block.receipts {
                     self.pending.remove(&r.tx_hash);
@@ -96,6 +111,9 @@ impl StreamHandler<CommitMsg> for Committer {
                 metrics::gauge!(m::COMMITTED_HEIGHT).set(number as f64);
                 metrics::counter!(m::TXS_INCLUDED).increment(msg.block.receipts.len() as u64);
                 tracing::debug!(number, txs = msg.block.receipts.len(), %app_hash, "committed");
+                if let Some(events) = &self.events {
+                    events.committed(number);
+                }
                 let progress = NonceMsg::Executed { height: number, senders: msg.senders };
                 if self.nonce.send_blocking(progress).is_err() {
                     tracing::warn!(number, "nonce actor stopped; progress not delivered");

@@ -17,14 +17,17 @@
 //! - [`mailbox`]: bounded mailboxes with depth metrics.
 //! - [`admission`], [`nonce`], [`shard`], [`producer`], [`preparer`],
 //!   [`finalizer`], [`committer`]: the stages, one actor per file.
-//! - [`rpc`]: JSON-RPC over HTTP.
+//! - [`rpc`]: JSON-RPC over HTTP and WebSocket.
+//! - [`events`]: committed heights published to subscribers.
 //! - [`pending`]: in-flight transactions by hash.
 //! - [`metrics`]: metric names and the Prometheus exporter.
 //! - [`dev_accounts`]: mnemonic-derived dev keys.
+//! - [`replay`]: re-execution of a data dir against its hash vault.
 
 pub mod admission;
 pub mod committer;
 pub mod dev_accounts;
+pub mod events;
 pub mod finalizer;
 pub mod mailbox;
 pub mod metrics;
@@ -32,8 +35,10 @@ pub mod node;
 pub mod nonce;
 pub mod pending;
 pub mod preparer;
+pub mod process_metrics;
 pub mod producer;
 pub mod protocol;
+pub mod replay;
 pub mod rpc;
 pub mod shard;
 

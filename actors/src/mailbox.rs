@@ -27,6 +27,9 @@ use crate::metrics as m;
 #[derive(Debug)]
 struct Shared {
     actor: &'static str,
+    /// Which of the actor's mailboxes (mempool shards have one each), as
+    /// the `mailbox` label, so several never overwrite each other's gauges.
+    index: String,
     capacity: usize,
     high_water: AtomicUsize,
 }
@@ -166,20 +169,32 @@ pub struct MailboxProbe {
 impl MailboxProbe {
     /// Samples depth, capacity and high-water mark into gauges.
     pub fn record(&self) {
-        let actor = self.shared.actor;
+        let (actor, index) = (self.shared.actor, self.shared.index.clone());
         let depth = (self.rx)();
         self.shared.high_water.fetch_max(depth, Ordering::Relaxed);
-        metrics::gauge!(m::MAILBOX_DEPTH, "actor" => actor).set(depth as f64);
-        metrics::gauge!(m::MAILBOX_CAPACITY, "actor" => actor).set(self.shared.capacity as f64);
-        metrics::gauge!(m::MAILBOX_HIGH_WATER, "actor" => actor)
+        metrics::gauge!(m::MAILBOX_DEPTH, "actor" => actor, "mailbox" => index.clone()).set(depth as f64);
+        metrics::gauge!(m::MAILBOX_CAPACITY, "actor" => actor, "mailbox" => index.clone())
+            .set(self.shared.capacity as f64);
+        metrics::gauge!(m::MAILBOX_HIGH_WATER, "actor" => actor, "mailbox" => index)
             .set(self.shared.high_water.load(Ordering::Relaxed) as f64);
     }
 }
 
 /// A new mailbox for `actor` holding at most `capacity` messages.
 pub fn mailbox<M>(actor: &'static str, capacity: usize) -> (MailboxSender<M>, MailboxReceiver<M>) {
+    mailbox_indexed(actor, 0, capacity)
+}
+
+/// Mailbox number `index` of an actor with several (mempool shards).
+pub fn mailbox_indexed<M>(
+    actor: &'static str,
+    index: usize,
+    capacity: usize,
+) -> (MailboxSender<M>, MailboxReceiver<M>) {
+    // Registered at zero so dashboards show every actor, refusals or not.
+    metrics::counter!(m::MAILBOX_REJECTED, "actor" => actor).increment(0);
     let (tx, rx) = flume::bounded(capacity);
-    let shared = Arc::new(Shared { actor, capacity, high_water: AtomicUsize::new(0) });
+    let shared = Arc::new(Shared { actor, index: index.to_string(), capacity, high_water: AtomicUsize::new(0) });
     (MailboxSender { tx, shared: Arc::clone(&shared) }, MailboxReceiver { rx, shared })
 }
 

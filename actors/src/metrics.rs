@@ -43,8 +43,13 @@ pub const TXS_INCLUDED: &str = "sluice_txs_included_total";
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.
 pub const PREPARE_SECONDS: &str = "sluice_prepare_block_seconds";
-/// Time to commit a block.
-pub const COMMIT_SECONDS: &str = "sluice_commit_block_seconds";
+/// Time of each phase of block preparation (label `phase`: hash, lookup,
+/// recover).
+pub const PREPARE_PHASE_SECONDS: &str = "sluice_prepare_phase_seconds";
+/// Prepared blocks waiting for the finalizer.
+pub const PREPARED_AHEAD: &str = "sluice_prepare_blocks_ahead";
+/// Time to commit a block (database write, sync and in-memory apply).
+pub const COMMIT_SECONDS: &str = "sluice_store_commit_seconds";
 /// JSON-RPC calls by method.
 pub const RPC_REQUESTS: &str = "sluice_rpc_requests_total";
 /// JSON-RPC call latency by method.
@@ -73,8 +78,25 @@ pub const CACHE_EVICTIONS: &str = "sluice_prepared_cache_evictions_total";
 pub const CACHE_SIZE: &str = "sluice_prepared_cache_entries";
 /// Build information (labels `version`), always 1.
 pub const BUILD_INFO: &str = "sluice_build_info";
+/// Time to write (and sync) one block to the database, synced commits only.
+pub const STORE_SYNC_SECONDS: &str = "sluice_store_sync_seconds";
+/// Size of the database file.
+pub const STORE_DB_BYTES: &str = "sluice_store_db_bytes";
+/// Height of the last app hash recorded in the hash vault.
+pub const STORE_APP_HASH_HEIGHT: &str = "sluice_store_app_hash_height";
 /// 1 while the store is halted after a failed commit.
 pub const STORE_HALTED: &str = "sluice_store_halted";
+/// CPU seconds (user + system) the process has used; cumulative, use
+/// `rate()`. A gauge because `metrics` counters are integers.
+pub const PROCESS_CPU_SECONDS: &str = "sluice_process_cpu_seconds";
+/// Resident memory of the process.
+pub const PROCESS_RESIDENT_MEMORY_BYTES: &str = "sluice_process_resident_memory_bytes";
+/// File descriptors the process has open.
+pub const PROCESS_OPEN_FDS: &str = "sluice_process_open_fds";
+/// The process's soft limit on open file descriptors.
+pub const PROCESS_MAX_FDS: &str = "sluice_process_max_fds";
+/// Threads in the process.
+pub const PROCESS_THREADS: &str = "sluice_process_threads";
 
 /// Buckets for handle and request latencies: 10 us to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
@@ -119,6 +141,8 @@ fn describe() {
     describe_counter!(TXS_INCLUDED, "Transactions applied in committed blocks");
     describe_histogram!(EXECUTE_SECONDS, Unit::Seconds, "Time to execute one block");
     describe_histogram!(PREPARE_SECONDS, Unit::Seconds, "Time to prepare one block");
+    describe_histogram!(PREPARE_PHASE_SECONDS, Unit::Seconds, "Time of each phase of block preparation");
+    describe_gauge!(PREPARED_AHEAD, "Prepared blocks waiting for the finalizer");
     describe_histogram!(COMMIT_SECONDS, Unit::Seconds, "Time to commit one block");
     describe_counter!(RPC_REQUESTS, "JSON-RPC calls by method");
     describe_histogram!(RPC_SECONDS, Unit::Seconds, "JSON-RPC call latency by method");
@@ -134,7 +158,28 @@ fn describe() {
     describe_counter!(CACHE_EVICTIONS, "Prepared-transaction cache evictions");
     describe_gauge!(CACHE_SIZE, "Prepared-transaction cache entries");
     describe_gauge!(BUILD_INFO, "Build information; always 1");
+    describe_histogram!(
+        STORE_SYNC_SECONDS,
+        Unit::Seconds,
+        "Time to write and sync one block to the database"
+    );
+    describe_gauge!(STORE_DB_BYTES, Unit::Bytes, "Size of the database file");
+    describe_gauge!(STORE_APP_HASH_HEIGHT, "Height of the last app hash recorded in the hash vault");
     describe_gauge!(STORE_HALTED, "1 while the store is halted after a failed commit");
+    describe_gauge!(
+        PROCESS_CPU_SECONDS,
+        Unit::Seconds,
+        "CPU seconds (user + system) used by the process; cumulative"
+    );
+    describe_gauge!(PROCESS_RESIDENT_MEMORY_BYTES, Unit::Bytes, "Resident memory of the process");
+    describe_gauge!(PROCESS_OPEN_FDS, "Open file descriptors");
+    describe_gauge!(PROCESS_MAX_FDS, "Soft limit on open file descriptors");
+    describe_gauge!(PROCESS_THREADS, "Threads in the process");
+    describe_gauge!(crate::rpc::ws::WS_CONNECTIONS, "Open WebSocket connections");
+    describe_gauge!(crate::rpc::ws::WS_SUBSCRIPTIONS, "Live WebSocket subscriptions, across connections");
+    describe_counter!(crate::rpc::ws::WS_NOTIFICATIONS, "WebSocket subscription notifications sent");
+    describe_counter!(crate::rpc::ws::WS_REFUSED, "WebSocket handshakes refused at rpc.ws_max_connections");
+    describe_counter!(crate::rpc::ws::WS_DROPPED, "WebSocket connections the node closed, by reason");
 }
 
 /// Per-actor counters and histogram handles, resolved once so handling a

@@ -20,15 +20,16 @@ use actix::prelude::*;
 use alloy_primitives::U256;
 use sluice_config::{Config, Spec};
 use sluice_executor::{ExecConfig, SequentialExecutor};
-use sluice_store::{Genesis, GenesisAccount, Store};
+use sluice_store::{DurableOptions, Genesis, GenesisAccount, Store, SyncPolicy};
 use sluice_txpool::{AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
 
 use crate::{
     committer::Committer,
     dev_accounts,
+    events::ChainEvents,
     finalizer::Finalizer,
-    mailbox::{mailbox, MailboxProbe, MailboxSender},
+    mailbox::{mailbox, mailbox_indexed, MailboxProbe, MailboxSender},
     metrics as m,
     nonce::{NonceActor, NonceDeps},
     pending::PendingTxs,
@@ -67,6 +68,26 @@ pub enum NodeError {
     /// The store halted after a failed commit; the node stopped with it.
     #[error("store halted: {0}")]
     Halted(String),
+    /// The data dir could not be opened (another chain, corrupt, I/O).
+    #[error(transparent)]
+    Store(#[from] sluice_store::StoreError),
+}
+
+/// The store options the config asks for.
+pub fn durable_options(cfg: &Config) -> DurableOptions {
+    DurableOptions {
+        dir: cfg.store.data_dir.clone(),
+        spec: match cfg.chain.spec {
+            Spec::Cancun => "cancun".into(),
+            Spec::Prague => "prague".into(),
+        },
+        sync: match cfg.store.sync_every_blocks {
+            0 | 1 => SyncPolicy::EveryBlock,
+            n => SyncPolicy::EveryNBlocks(n),
+        },
+        cache_blocks: cfg.store.cache_blocks,
+        fail_commit_at: cfg.store.inject_commit_failure_at_height,
+    }
 }
 
 /// Wei per ether.
@@ -131,7 +152,7 @@ impl Node {
         let dir = &cfg.store.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| NodeError::DataDir { path: dir.clone(), source })?;
         let genesis = build_genesis(&cfg)?;
-        let store = Arc::new(Store::new(&genesis));
+        let store = Arc::new(Store::open(&genesis, &durable_options(&cfg))?);
         let head = store.head_block();
         let (exec_spec, pool_spec) = spec(cfg.chain.spec);
         let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: exec_spec };
@@ -167,7 +188,7 @@ impl Node {
         let light = Arbiter::new();
         let mut shard_txs = Vec::with_capacity(cfg.mempool.shards);
         for i in 0..cfg.mempool.shards {
-            let (tx, rx) = mailbox("mempool_shard", p.shard_mailbox_msgs);
+            let (tx, rx) = mailbox_indexed("mempool_shard", i, p.shard_mailbox_msgs);
             probes.push(rx.probe());
             let c = Arc::clone(&counters);
             ShardActor::start_in_arbiter(&light.handle(), move |_| ShardActor::new(i, c, rx));
@@ -176,11 +197,14 @@ impl Node {
 
         let (done_tx, done) = oneshot::channel();
         let commit_arbiter = Arbiter::new();
+        // Committed heights, for WebSocket subscriptions.
+        let chain_events = ChainEvents::new(head.block.header.number);
         {
             let (store, committed, pending, nonce) =
                 (Arc::clone(&store), Arc::clone(&committed), Arc::clone(&pending), nonce_tx.clone());
+            let events = chain_events.clone();
             Committer::start_in_arbiter(&commit_arbiter.handle(), move |_| {
-                Committer::new(store, committed, pending, nonce, commit_rx, done_tx)
+                Committer::new(store, committed, pending, nonce, commit_rx, done_tx).with_events(events)
             });
         }
         let finalize_arbiter = Arbiter::new();
@@ -245,6 +269,7 @@ impl Node {
             limits: cfg.rpc.clone(),
             suggested_tip_wei: SUGGESTED_TIP_WEI,
             accepting: AtomicBool::new(true),
+            events: chain_events,
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;
@@ -268,6 +293,9 @@ impl Node {
     /// before this returns.
     pub async fn shutdown(self) -> Result<(), NodeError> {
         self.rpc.accepting.store(false, Ordering::Release);
+        // WebSocket connections close, so the server's graceful stop does not
+        // wait on them.
+        self.rpc.events.close();
         self.server.stop(true).await;
         let (reply, flushed) = oneshot::channel();
         if self.producer.send(ProducerMsg::Flush { reply }).await.is_ok() {
@@ -300,6 +328,8 @@ fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: 
             metrics::gauge!(m::MEMPOOL_TXS).set(counters.len() as f64);
             metrics::gauge!(m::MEMPOOL_BYTES).set(counters.bytes() as f64);
             metrics::gauge!(m::STORE_HALTED).set(if store.halted().is_some() { 1.0 } else { 0.0 });
+            metrics::gauge!(m::STORE_DB_BYTES).set(store.db_bytes() as f64);
+            crate::process_metrics::sample();
         }
     });
 }

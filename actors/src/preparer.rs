@@ -12,7 +12,7 @@ use std::{sync::Arc, time::Instant};
 
 use actix::prelude::*;
 use sluice_messages::PreparedBlock;
-use sluice_txpool::{prepare_block, PreparedTxCache};
+use sluice_txpool::{prepare_block_timed, PreparedTxCache};
 
 use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
@@ -75,9 +75,14 @@ impl Actor for Preparer {
 impl StreamHandler<PrepareMsg> for Preparer {
     fn handle(&mut self, msg: PrepareMsg, _ctx: &mut Context<Self>) {
         let start = Instant::now();
-        let txs = prepare_block(&msg.block.txs, &self.cache, self.chain_id, self.workers);
+        let (txs, phases) = prepare_block_timed(&msg.block.txs, &self.cache, self.chain_id, self.workers);
         let number = msg.block.header.number;
         metrics::histogram!(m::PREPARE_SECONDS).record(start.elapsed().as_secs_f64());
+        metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "hash").record(phases.hash.as_secs_f64());
+        metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "lookup").record(phases.lookup.as_secs_f64());
+        metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "recover").record(phases.recover.as_secs_f64());
+        // How far preparation runs ahead of execution, in blocks waiting.
+        metrics::gauge!(m::PREPARED_AHEAD).set(self.finalizer.depth() as f64);
         metrics::gauge!(m::PREPARED_HEIGHT).set(number as f64);
         self.report_cache();
         // This thread is ours alone: blocking here is the backpressure that

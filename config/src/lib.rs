@@ -109,6 +109,20 @@ pub struct RpcConfig {
     pub max_logs_results: usize,
     /// Most blocks per `eth_feeHistory` answer.
     pub max_fee_history_blocks: u64,
+    /// Open WebSocket connections, across workers; a handshake past it is
+    /// answered HTTP 503.
+    pub ws_max_connections: usize,
+    /// Live `eth_subscribe` subscriptions on one WebSocket connection.
+    pub ws_max_subscriptions_per_connection: usize,
+    /// A subscriber this many committed blocks behind the head is dropped
+    /// (a slow consumer is disconnected, never buffered for).
+    pub ws_max_lag_blocks: u64,
+    /// A WebSocket message (reply or notification) that cannot be queued to
+    /// the socket within this time drops the connection.
+    pub ws_send_timeout_ms: u64,
+    /// The node pings each WebSocket this often; a peer that sent nothing
+    /// (not even a pong) for a whole interval is dropped.
+    pub ws_ping_interval_ms: u64,
 }
 
 /// Prometheus exporter.
@@ -175,6 +189,12 @@ pub struct PipelineConfig {
 pub struct StoreConfig {
     /// Data directory.
     pub data_dir: PathBuf,
+    /// Sync every Nth block (1 = every block).
+    pub sync_every_blocks: u32,
+    /// Recent blocks kept in memory.
+    pub cache_blocks: usize,
+    /// Fault injection: the commit of this height fails (0 = never).
+    pub inject_commit_failure_at_height: u64,
 }
 
 /// Values given on the command line; `None` leaves the layers below alone.
@@ -226,6 +246,11 @@ impl Default for Config {
                 max_logs_block_range: 10_000,
                 max_logs_results: 20_000,
                 max_fee_history_blocks: 1024,
+                ws_max_connections: 256,
+                ws_max_subscriptions_per_connection: 128,
+                ws_max_lag_blocks: 64,
+                ws_send_timeout_ms: 10_000,
+                ws_ping_interval_ms: 30_000,
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
             mempool: MempoolConfig {
@@ -250,7 +275,12 @@ impl Default for Config {
                 prepare_workers: 2,
                 prepared_cache_txs: 15_000,
             },
-            store: StoreConfig { data_dir: PathBuf::from("./sluice-data") },
+            store: StoreConfig {
+                data_dir: PathBuf::from("./sluice-data"),
+                sync_every_blocks: 1,
+                cache_blocks: 1024,
+                inject_commit_failure_at_height: 0,
+            },
         }
     }
 }
@@ -319,7 +349,9 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 17] = [
+        let positive: [(&str, u64); 24] = [
+            ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
+            ("store.cache_blocks", self.store.cache_blocks as u64),
             ("chain.chain_id", self.chain.chain_id),
             ("chain.block_gas_limit", self.chain.block_gas_limit),
             ("rpc.workers", self.rpc.workers as u64),
@@ -327,6 +359,11 @@ impl Config {
             ("rpc.max_batch_len", self.rpc.max_batch_len as u64),
             ("rpc.max_response_bytes", self.rpc.max_response_bytes as u64),
             ("rpc.max_connections_per_worker", self.rpc.max_connections_per_worker as u64),
+            ("rpc.ws_max_connections", self.rpc.ws_max_connections as u64),
+            ("rpc.ws_max_subscriptions_per_connection", self.rpc.ws_max_subscriptions_per_connection as u64),
+            ("rpc.ws_max_lag_blocks", self.rpc.ws_max_lag_blocks),
+            ("rpc.ws_send_timeout_ms", self.rpc.ws_send_timeout_ms),
+            ("rpc.ws_ping_interval_ms", self.rpc.ws_ping_interval_ms),
             ("mempool.shards", self.mempool.shards as u64),
             ("mempool.max_txs", self.mempool.max_txs as u64),
             ("mempool.max_txs_per_sender", u64::from(self.mempool.max_txs_per_sender)),

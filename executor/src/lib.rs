@@ -6,6 +6,9 @@
 //! Layout:
 //! - [`sequential`]: the in-order executor and the exact definition of a
 //!   block's results (skips, receipts, change set).
+//! - [`occ`]: the ordered optimistic-concurrency (Block-STM style) executor,
+//!   whose results equal the sequential executor's.
+//! - [`stats`]: per-block execution statistics returned with each outcome.
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
@@ -16,8 +19,10 @@ pub mod call;
 pub mod db;
 mod env;
 mod error;
+pub mod occ;
 mod overlay;
 pub mod sequential;
+pub mod stats;
 pub mod testing;
 
 use alloy_primitives::B256;
@@ -27,7 +32,9 @@ use sluice_store::StateReader;
 pub use call::{call, estimate_gas, CallOutcome, CallRequest};
 pub use env::{ExecConfig, Spec};
 pub use error::{revert_message, revert_reason, ExecError};
+pub use occ::OccExecutor;
 pub use sequential::execute_block;
+pub use stats::{ExecMode, ExecStats, SequentialReason};
 
 /// Everything a block's execution produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +48,9 @@ pub struct BlockOutcome {
     pub gas_used: u64,
     /// The block's state changes, in canonical order.
     pub changes: ChangeSet,
+    /// How the block was executed (not part of its result: two executors
+    /// produce equal receipts, skips and changes, not equal stats).
+    pub stats: ExecStats,
 }
 
 /// Something that executes blocks. The finalizer holds one; the sequential

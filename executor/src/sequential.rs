@@ -120,11 +120,11 @@ pub fn execute_block(
         }
     }
     let changes = evm.ctx.journaled_state.database.change_set()?;
-    Ok(BlockOutcome { receipts, skipped, gas_used, changes })
+    Ok(BlockOutcome { receipts, skipped, gas_used, changes, stats: Default::default() })
 }
 
 /// The receipt of an applied transaction.
-fn receipt(tx: &RecoveredTx, base_fee: u64, index: u32, cumulative: u64, result: ExecutionResult) -> Receipt {
+pub(crate) fn receipt(tx: &RecoveredTx, base_fee: u64, index: u32, cumulative: u64, result: ExecutionResult) -> Receipt {
     let gas_used = result.tx_gas_used();
     let contract_address = result.created_address();
     let success = result.is_success();

@@ -177,6 +177,24 @@ pub struct ChangeSetProto {
     pub accounts: Vec<AccountChangeProto>,
 }
 
+/// A committed block's results: receipts, their positions in the block,
+/// gas used and the app hash.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct BlockResultsProto {
+    /// Receipts of applied transactions.
+    #[prost(message, repeated, tag = "1")]
+    pub receipts: Vec<ReceiptProto>,
+    /// For each receipt, its transaction's index in the block.
+    #[prost(uint32, repeated, tag = "2")]
+    pub raw_index: Vec<u32>,
+    /// Gas used.
+    #[prost(uint64, tag = "3")]
+    pub gas_used: u64,
+    /// 32 bytes.
+    #[prost(bytes = "vec", tag = "4")]
+    pub app_hash: Vec<u8>,
+}
+
 fn b256(field: &'static str, v: &[u8]) -> Result<B256, WireError> {
     B256::try_from(v).map_err(|_| WireError::BadLength { field, len: v.len() })
 }

@@ -1,15 +1,23 @@
 //! The committed chain: blocks, receipts, transaction index and state,
 //! behind one lock so readers always see a whole block.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::Arc,
+};
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use sluice_messages::{
     AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, Log, Receipt, SealedBlock,
 };
 
-use crate::{apphash::app_hash, state::MemState, Account, Genesis, StateReader, StoreError};
+use crate::{
+    apphash::app_hash,
+    db::{ChainIdentity, Db, SyncPolicy},
+    state::MemState,
+    Account, Genesis, StateReader, StoreError,
+};
 
 /// A committed block with its results.
 #[derive(Debug)]
@@ -42,16 +50,80 @@ struct TxLocation {
 
 struct Inner {
     state: MemState,
-    blocks: Vec<Arc<StoredBlock>>,
+    /// Height of the last committed block.
+    head: u64,
+    /// The most recent committed blocks, oldest first, ending at `head`.
+    /// With a database this holds at most `cache_blocks`; older blocks are
+    /// read from disk.
+    recent: VecDeque<Arc<StoredBlock>>,
     by_hash: HashMap<B256, u64>,
     txs: HashMap<B256, TxLocation>,
     halted: Option<String>,
 }
 
+impl Inner {
+    fn cached(&self, number: u64) -> Option<&Arc<StoredBlock>> {
+        let first = self.head + 1 - self.recent.len() as u64;
+        number.checked_sub(first).and_then(|i| self.recent.get(i as usize))
+    }
+
+    fn push(&mut self, block: Arc<StoredBlock>) {
+        let number = block.block.header.number;
+        for (i, r) in block.receipts.iter().enumerate() {
+            self.txs.insert(r.tx_hash, TxLocation { block: number, index: i as u32 });
+        }
+        self.by_hash.insert(block.block.hash, number);
+        self.head = number;
+        self.recent.push_back(block);
+    }
+
+    fn evict_to(&mut self, keep: usize) {
+        while self.recent.len() > keep.max(1) {
+            if let Some(old) = self.recent.pop_front() {
+                self.by_hash.remove(&old.block.hash);
+                for r in &old.receipts {
+                    self.txs.remove(&r.tx_hash);
+                }
+            }
+        }
+    }
+}
+
+/// What a commit did, for metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitInfo {
+    /// The block's app hash.
+    pub app_hash: B256,
+    /// Whether the write was synced to disk (false without a database, or
+    /// between syncs of a grouped policy).
+    pub synced: bool,
+    /// Time spent writing (and syncing) the database.
+    pub write: std::time::Duration,
+}
+
 /// The committed chain and state. Only [`Store::commit`] writes.
 pub struct Store {
     inner: RwLock<Inner>,
+    db: Option<Mutex<Db>>,
+    cache_blocks: usize,
     genesis_fingerprint: B256,
+    /// Commit of this height fails (fault injection; 0 = never).
+    fail_commit_at: u64,
+}
+
+/// How to open a durable store.
+#[derive(Debug, Clone)]
+pub struct DurableOptions {
+    /// The data dir.
+    pub dir: std::path::PathBuf,
+    /// EVM rules name, recorded for replay.
+    pub spec: String,
+    /// When commits are synced.
+    pub sync: SyncPolicy,
+    /// Recent blocks kept in memory.
+    pub cache_blocks: usize,
+    /// Fault injection: the commit of this height fails (0 = never).
+    pub fail_commit_at: u64,
 }
 
 /// A log with the position it was emitted at, for `eth_getLogs`.
@@ -116,39 +188,110 @@ fn genesis_changes(genesis: &Genesis) -> ChangeSet {
     }
 }
 
+fn genesis_block(genesis: &Genesis) -> (StoredBlock, ChangeSet) {
+    let header = BlockHeader {
+        number: 0,
+        parent_hash: B256::ZERO,
+        timestamp: genesis.timestamp,
+        coinbase: genesis.coinbase,
+        gas_limit: genesis.gas_limit,
+        base_fee: genesis.base_fee,
+        tx_root: sluice_messages::keccak256(&[]),
+    };
+    let hash = header.hash();
+    let changes = genesis_changes(genesis);
+    let app = app_hash(&B256::ZERO, 0, &hash, 0, &changes);
+    let block = StoredBlock {
+        block: Arc::new(SealedBlock { header, hash, txs: Vec::new() }),
+        receipts: Vec::new(),
+        raw_index: Vec::new(),
+        gas_used: 0,
+        app_hash: app,
+    };
+    (block, changes)
+}
+
+/// How many of the most recent blocks are re-verified against the hash
+/// vault when a data dir is opened.
+const VERIFY_RECENT_BLOCKS: u64 = 16;
+
 impl Store {
-    /// A store holding only the genesis block.
+    /// An in-memory store holding only the genesis block (tests, replay).
     pub fn new(genesis: &Genesis) -> Store {
         let mut state = MemState::default();
         for (address, acct) in &genesis.alloc {
             state.insert_genesis(*address, acct);
         }
-        let header = BlockHeader {
-            number: 0,
-            parent_hash: B256::ZERO,
-            timestamp: genesis.timestamp,
-            coinbase: genesis.coinbase,
-            gas_limit: genesis.gas_limit,
-            base_fee: genesis.base_fee,
-            tx_root: sluice_messages::keccak256(&[]),
-        };
-        let hash = header.hash();
-        let app = app_hash(&B256::ZERO, 0, &hash, 0, &genesis_changes(genesis));
-        let block = Arc::new(StoredBlock {
-            block: Arc::new(SealedBlock { header, hash, txs: Vec::new() }),
-            receipts: Vec::new(),
-            raw_index: Vec::new(),
-            gas_used: 0,
-            app_hash: app,
-        });
-        let inner = Inner {
+        let (block, _) = genesis_block(genesis);
+        let mut inner = Inner {
             state,
-            blocks: vec![block],
-            by_hash: HashMap::from([(hash, 0)]),
+            head: 0,
+            recent: VecDeque::new(),
+            by_hash: HashMap::new(),
             txs: HashMap::new(),
             halted: None,
         };
-        Store { inner: RwLock::new(inner), genesis_fingerprint: genesis.fingerprint() }
+        inner.push(Arc::new(block));
+        Store {
+            inner: RwLock::new(inner),
+            db: None,
+            cache_blocks: usize::MAX,
+            genesis_fingerprint: genesis.fingerprint(),
+            fail_commit_at: 0,
+        }
+    }
+
+    /// Opens the durable store in `opts.dir`: a new data dir starts at
+    /// genesis; an existing one resumes at its last durable height after
+    /// re-verifying its most recent app hashes against the hash vault.
+    pub fn open(genesis: &Genesis, opts: &DurableOptions) -> Result<Store, StoreError> {
+        let id = ChainIdentity {
+            chain_id: genesis.chain_id,
+            genesis: genesis.fingerprint(),
+            spec: opts.spec.clone(),
+        };
+        let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync)?;
+        let mut store = match loaded {
+            None => {
+                let store = Store::new(genesis);
+                let (block, changes) = genesis_block(genesis);
+                let hashes: Vec<B256> = {
+                    let inner = store.inner.read();
+                    changes.accounts.iter().map(|c| inner.state.code_hash_after(c)).collect()
+                };
+                // Genesis is always synced: everything after builds on it.
+                db.write_block(&block, &changes, &hashes)?;
+                store
+            }
+            Some(loaded) => {
+                let mut inner = Inner {
+                    state: loaded.state,
+                    head: 0,
+                    recent: VecDeque::new(),
+                    by_hash: HashMap::new(),
+                    txs: HashMap::new(),
+                    halted: None,
+                };
+                let first = loaded.head.saturating_sub(opts.cache_blocks.max(1) as u64 - 1);
+                for n in first..=loaded.head {
+                    let block =
+                        db.block(n)?.ok_or_else(|| StoreError::Corrupt(format!("block {n} is missing")))?;
+                    inner.push(Arc::new(block));
+                }
+                verify_recent(&db, loaded.head)?;
+                Store {
+                    inner: RwLock::new(inner),
+                    db: None,
+                    cache_blocks: usize::MAX,
+                    genesis_fingerprint: id.genesis,
+                    fail_commit_at: 0,
+                }
+            }
+        };
+        store.db = Some(Mutex::new(db));
+        store.cache_blocks = opts.cache_blocks.max(1);
+        store.fail_commit_at = opts.fail_commit_at;
+        Ok(store)
     }
 
     /// Fingerprint of the genesis this store started from.
@@ -158,32 +301,57 @@ impl Store {
 
     /// Height of the last committed block.
     pub fn head(&self) -> u64 {
-        (self.inner.read().blocks.len() - 1) as u64
+        self.inner.read().head
     }
 
     /// The last committed block.
     pub fn head_block(&self) -> Arc<StoredBlock> {
         let inner = self.inner.read();
-        Arc::clone(&inner.blocks[inner.blocks.len() - 1])
+        match inner.recent.back() {
+            Some(b) => Arc::clone(b),
+            None => unreachable!("the store always holds its head block"),
+        }
     }
 
     /// A committed block by height.
     pub fn block(&self, number: u64) -> Option<Arc<StoredBlock>> {
-        let inner = self.inner.read();
-        usize::try_from(number).ok().and_then(|n| inner.blocks.get(n)).cloned()
+        {
+            let inner = self.inner.read();
+            if number > inner.head {
+                return None;
+            }
+            if let Some(b) = inner.cached(number) {
+                return Some(Arc::clone(b));
+            }
+        }
+        let db = self.db.as_ref()?;
+        db.lock().block(number).ok().flatten().map(Arc::new)
     }
 
     /// A committed block by hash.
     pub fn block_by_hash(&self, hash: &B256) -> Option<Arc<StoredBlock>> {
-        let inner = self.inner.read();
-        inner.by_hash.get(hash).and_then(|&n| inner.blocks.get(n as usize)).cloned()
+        let cached = self.inner.read().by_hash.get(hash).copied();
+        let number = match cached {
+            Some(n) => n,
+            None => self.db.as_ref()?.lock().block_number(hash).ok().flatten()?,
+        };
+        self.block(number)
     }
 
     /// A committed transaction: its block and receipt index.
     pub fn transaction(&self, hash: &B256) -> Option<(Arc<StoredBlock>, usize)> {
-        let inner = self.inner.read();
-        let loc = inner.txs.get(hash)?;
-        Some((Arc::clone(inner.blocks.get(loc.block as usize)?), loc.index as usize))
+        let cached = self.inner.read().txs.get(hash).copied();
+        let loc = match cached {
+            Some(loc) => loc,
+            None => {
+                let (block, index) = self.db.as_ref()?.lock().tx_location(hash).ok().flatten()?;
+                TxLocation { block, index }
+            }
+        };
+        if loc.block > self.head() {
+            return None;
+        }
+        Some((self.block(loc.block)?, loc.index as usize))
     }
 
     /// The error that halted the store, if any.
@@ -196,33 +364,71 @@ impl Store {
         self.inner.read().state.len()
     }
 
-    /// Commits an executed block: applies its changes, indexes it and chains
-    /// its app hash. Returns the app hash. Blocks must arrive in order.
-    pub fn commit(&self, executed: &ExecutedBlock) -> Result<B256, StoreError> {
-        let mut inner = self.inner.write();
-        if let Some(reason) = &inner.halted {
-            return Err(StoreError::Halted(reason.clone()));
-        }
-        let expected = inner.blocks.len() as u64;
+    /// Size of the database file (0 in memory).
+    pub fn db_bytes(&self) -> u64 {
+        self.db.as_ref().map_or(0, |db| db.lock().size_bytes())
+    }
+
+    /// Commits an executed block: writes it durably (per the sync policy),
+    /// then makes it visible to readers, chaining its app hash. Blocks must
+    /// arrive in order. A failure is latched: every later commit fails.
+    pub fn commit(&self, executed: &ExecutedBlock) -> Result<CommitInfo, StoreError> {
+        let (prev, expected, code_hashes) = {
+            let inner = self.inner.read();
+            if let Some(reason) = &inner.halted {
+                return Err(StoreError::Halted(reason.clone()));
+            }
+            let prev = match inner.recent.back() {
+                Some(b) => b.app_hash,
+                None => unreachable!("the store always holds its head block"),
+            };
+            let hashes: Vec<B256> =
+                executed.changes.accounts.iter().map(|c| inner.state.code_hash_after(c)).collect();
+            (prev, inner.head + 1, hashes)
+        };
         let number = executed.block.header.number;
         if number != expected {
             return Err(StoreError::OutOfOrder { expected, got: number });
         }
-        let prev = inner.blocks[inner.blocks.len() - 1].app_hash;
         let app = app_hash(&prev, number, &executed.block.hash, executed.gas_used, &executed.changes);
-        inner.state.apply(&executed.changes);
-        for (i, r) in executed.receipts.iter().enumerate() {
-            inner.txs.insert(r.tx_hash, TxLocation { block: number, index: i as u32 });
-        }
-        inner.by_hash.insert(executed.block.hash, number);
-        inner.blocks.push(Arc::new(StoredBlock {
+        let stored = Arc::new(StoredBlock {
             block: Arc::clone(&executed.block),
             receipts: executed.receipts.clone(),
             raw_index: executed.raw_index.clone(),
             gas_used: executed.gas_used,
             app_hash: app,
-        }));
-        Ok(app)
+        });
+        let start = std::time::Instant::now();
+        let mut synced = false;
+        if let Some(db) = &self.db {
+            let result = if number == self.fail_commit_at {
+                Err(StoreError::Io(format!("injected commit failure at height {number}")))
+            } else {
+                let db = db.lock();
+                match db.vault(number) {
+                    Ok(Some(recorded)) if recorded != app => Err(StoreError::Corrupt(format!(
+                        "app hash mismatch at height {number}: the hash vault recorded {recorded}, this node produced {app}"
+                    ))),
+                    Err(e) => Err(e),
+                    Ok(_) => Ok(db),
+                }
+                .and_then(|mut db| db.write_block(&stored, &executed.changes, &code_hashes))
+            };
+            match result {
+                Ok(s) => synced = s,
+                Err(e) => {
+                    self.halt(e.to_string());
+                    return Err(e);
+                }
+            }
+        }
+        let write = start.elapsed();
+        let mut inner = self.inner.write();
+        inner.state.apply(&executed.changes);
+        inner.push(stored);
+        let keep = self.cache_blocks;
+        inner.evict_to(keep);
+        Ok(CommitInfo { app_hash: app, synced, write })
     }
 
     /// Latches a failure: every later commit fails with it.
@@ -233,11 +439,10 @@ impl Store {
     /// Logs matching `filter`, at most `limit` of them; `None` when more
     /// than `limit` match (the caller reports the limit).
     pub fn logs(&self, filter: &LogFilter, limit: usize) -> Option<Vec<LogEntry>> {
-        let inner = self.inner.read();
         let mut out = Vec::new();
-        let last = filter.to.min(inner.blocks.len() as u64 - 1);
+        let last = filter.to.min(self.head());
         for number in filter.from..=last {
-            let stored = &inner.blocks[number as usize];
+            let Some(stored) = self.block(number) else { continue };
             let mut log_index = 0u32;
             for r in &stored.receipts {
                 for log in &r.logs {
@@ -262,6 +467,30 @@ impl Store {
     }
 }
 
+/// Recomputes the app hashes of the most recent blocks from their stored
+/// change sets and checks them against the hash vault: a corrupted or
+/// half-written data dir is refused at start instead of diverging later.
+fn verify_recent(db: &Db, head: u64) -> Result<(), StoreError> {
+    let first = head.saturating_sub(VERIFY_RECENT_BLOCKS).max(1);
+    for n in first..=head {
+        let block = db.block(n)?.ok_or_else(|| StoreError::Corrupt(format!("block {n} is missing")))?;
+        let changes =
+            db.changes(n)?.ok_or_else(|| StoreError::Corrupt(format!("change set {n} is missing")))?;
+        let prev = db
+            .vault(n - 1)?
+            .ok_or_else(|| StoreError::Corrupt(format!("hash vault has no height {}", n - 1)))?;
+        let recorded =
+            db.vault(n)?.ok_or_else(|| StoreError::Corrupt(format!("hash vault has no height {n}")))?;
+        let computed = app_hash(&prev, n, &block.block.hash, block.gas_used, &changes);
+        if computed != recorded || block.app_hash != recorded {
+            return Err(StoreError::Corrupt(format!(
+                "app hash mismatch at height {n}: the hash vault recorded {recorded}, the stored block gives {computed}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl StateReader for Store {
     fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
         Ok(self.inner.read().state.account(address))
@@ -273,12 +502,7 @@ impl StateReader for Store {
         Ok(self.inner.read().state.storage(address, slot))
     }
     fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
-        let inner = self.inner.read();
-        Ok(usize::try_from(number)
-            .ok()
-            .and_then(|n| inner.blocks.get(n))
-            .map(|b| b.block.hash)
-            .unwrap_or_default())
+        Ok(self.block(number).map(|b| b.block.hash).unwrap_or_default())
     }
 }
 
@@ -296,3 +520,7 @@ impl<T: StateReader + ?Sized> StateReader for Arc<T> {
         (**self).block_hash(number)
     }
 }
+
+#[cfg(test)]
+#[path = "chain_tests.rs"]
+mod tests;

@@ -8,6 +8,8 @@
 //! Layout:
 //! - [`reader`]: the [`StateReader`] trait every state source implements.
 //! - [`chain`]: the committed chain ([`Store`]): blocks, receipts, state.
+//! - [`db`]: the on-disk database (redb): blocks, results, change sets,
+//!   the hash vault and current state.
 //! - [`state`]: current state in memory.
 //! - [`overlay`]: executed-but-uncommitted blocks over the store.
 //! - [`apphash`]: the chained blake3 app hash.
@@ -15,13 +17,15 @@
 
 pub mod apphash;
 pub mod chain;
+pub mod db;
 pub mod genesis;
 pub mod genesis_json;
 pub mod overlay;
 pub mod reader;
 pub mod state;
 
-pub use chain::{LogEntry, LogFilter, Store, StoredBlock};
+pub use chain::{CommitInfo, DurableOptions, LogEntry, LogFilter, Store, StoredBlock};
+pub use db::SyncPolicy;
 pub use genesis::{Genesis, GenesisAccount};
 pub use overlay::{Layer, Overlay};
 pub use reader::{Account, StateReader, StoreError, EMPTY_CODE_HASH};

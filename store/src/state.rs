@@ -41,6 +41,31 @@ impl MemState {
         self.accounts.is_empty()
     }
 
+    /// Inserts an account as loaded from disk.
+    pub fn insert_account(&mut self, address: Address, account: Account) {
+        self.accounts.insert(address, account);
+    }
+
+    /// Inserts a storage slot as loaded from disk.
+    pub fn insert_slot(&mut self, address: Address, slot: U256, value: U256) {
+        self.storage.entry(address).or_default().insert(slot, value);
+    }
+
+    /// Inserts code as loaded from disk.
+    pub fn insert_code(&mut self, hash: B256, code: Bytes) {
+        self.codes.insert(hash, code);
+    }
+
+    /// The code hash `change` leaves at its account: what the change says
+    /// for fresh accounts, otherwise the current one. Called before `apply`.
+    pub fn code_hash_after(&self, change: &sluice_messages::AccountChange) -> B256 {
+        match (&change.code, change.storage_cleared || change.deleted) {
+            (Some(code), _) => code.hash,
+            (None, true) => EMPTY_CODE_HASH,
+            (None, false) => self.accounts.get(&change.address).map_or(EMPTY_CODE_HASH, |a| a.code_hash),
+        }
+    }
+
     /// Inserts a genesis account.
     pub fn insert_genesis(&mut self, address: Address, acct: &GenesisAccount) {
         let code_hash = if acct.code.is_empty() {

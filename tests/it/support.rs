@@ -4,7 +4,7 @@
 use std::{
     io::{BufRead, BufReader},
     net::TcpListener,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::atomic::{AtomicU32, Ordering},
     time::{Duration, Instant},
@@ -38,6 +38,10 @@ pub fn free_port() -> u16 {
 /// A running node process; killed on drop.
 pub struct TestNode {
     child: Option<Child>,
+    /// Extra environment of every start.
+    pub env: Vec<(String, String)>,
+    /// Extra flags of every start.
+    pub args: Vec<String>,
     /// JSON-RPC URL.
     pub url: String,
     /// Metrics URL.
@@ -54,6 +58,45 @@ impl TestNode {
         let dir = std::env::temp_dir().join(format!("sluice-it-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let log = dir.join("node.log");
+        let (child, url, metrics_url) = Self::spawn(&dir, &env, &args)
+            .unwrap_or_else(|log| panic!("node exited before listening; log:\n{log}"));
+        TestNode { child: Some(child), env, args, url, metrics_url, dir, log }
+    }
+
+    /// The chain data dir.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// Kills the node with SIGKILL (no shutdown at all).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the node again on the same data dir with the same settings
+    /// (after `kill9` or `terminate`); `Err(log)` if it refuses to start.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.kill9();
+        let (child, url, metrics_url) = Self::spawn(&self.dir, &self.env, &self.args)?;
+        self.child = Some(child);
+        self.url = url;
+        self.metrics_url = metrics_url;
+        Ok(())
+    }
+
+    /// Starts the binary; returns the process, its RPC URL and metrics URL,
+    /// or the log when it exits before listening.
+    fn spawn(
+        dir: &Path,
+        env: &[(String, String)],
+        args: &[String],
+    ) -> Result<(Child, String, String), String> {
         let metrics_port = free_port();
         let log = dir.join("node.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
@@ -67,7 +110,7 @@ impl TestNode {
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).expect("log file"));
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file"));
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -83,22 +126,13 @@ impl TestNode {
                 }
                 _ => {
                     let _ = child.wait();
-                    panic!(
-                        "node exited before listening; log:\n{}",
-                        std::fs::read_to_string(&log).unwrap_or_default()
-                    );
+                    return Err(std::fs::read_to_string(&log).unwrap_or_default());
                 }
             }
         };
         // Keep draining stdout so the node never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        TestNode {
-            child: Some(child),
-            url,
-            metrics_url: format!("http://127.0.0.1:{metrics_port}/metrics"),
-            dir,
-            log,
-        }
+        Ok((child, url, format!("http://127.0.0.1:{metrics_port}/metrics")))
     }
 
     /// Starts a node with default settings and a short block time.
@@ -206,6 +240,19 @@ impl Drop for TestNode {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// One JSON-RPC call by URL, for threads; `Err` on transport failure (a
+/// killed node) instead of panicking.
+pub fn rpc(url: &str, method: &str, params: Value) -> Result<Value, String> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let text = ureq::post(url)
+        .timeout(Duration::from_secs(10))
+        .send_string(&body.to_string())
+        .map_err(|e| e.to_string())?
+        .into_string()
+        .map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
 /// A hex quantity.

@@ -47,7 +47,7 @@ pub mod recover;
 pub mod sign;
 pub mod validate;
 
-pub use cache::{hash_batch, keccak, prepare_block, PreparedTxCache};
+pub use cache::{hash_batch, keccak, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
 pub use error::TxError;
 pub use nonce::NonceBook;
 pub use pool::{MempoolShard, PoolCounters};

@@ -54,6 +54,8 @@ const METHODS: &[&str] = &[
     "eth_getTransactionReceipt",
     "eth_getBlockReceipts",
     "eth_getLogs",
+    "eth_subscribe",
+    "eth_unsubscribe",
 ];
 
 /// The metric label for a method name.
@@ -134,12 +136,14 @@ pub async fn dispatch(
         "eth_estimateGas" => {
             let req = capped(p.call(0)?, s);
             state_at(s, p.block(1)?)?;
+            value_funded(s, &req)?;
             let head = s.store.head_block();
             Ok(hex_u64(estimate_gas(s.store.as_ref(), &s.exec, &head.block.header, &req)?))
         }
         "eth_call" => {
             let req = capped(p.call(0)?, s);
             state_at(s, p.block(1)?)?;
+            value_funded(s, &req)?;
             let head = s.store.head_block();
             let out = call(s.store.as_ref(), &s.exec, &head.block.header, &req)?;
             if out.success {
@@ -182,6 +186,30 @@ fn capped(mut req: sluice_executor::CallRequest, s: &RpcState) -> sluice_executo
     let cap = s.rules.block_gas_limit;
     req.gas = Some(req.gas.map_or(cap, |g| g.min(cap)));
     req
+}
+
+/// An unpriced call must still be able to pay its value, as in geth (whose
+/// `buyGas` checks `balance >= gas * price + value` with a price of 0); the
+/// executor waives every balance check for unpriced calls. Without this, an
+/// estimate for a value the sender does not have succeeds, and web3.py (which
+/// sends no fee fields) never sees "insufficient funds". Priced calls are
+/// checked by the executor.
+fn value_funded(s: &RpcState, req: &sluice_executor::CallRequest) -> Result<(), RpcError> {
+    let priced =
+        [req.gas_price, req.max_fee_per_gas, req.max_priority_fee_per_gas].iter().any(|f| f.unwrap_or(0) > 0);
+    let value = req.value.unwrap_or_default();
+    if priced || value.is_zero() {
+        return Ok(());
+    }
+    let from = req.from.unwrap_or_default();
+    let balance = s.store.account(&from)?.map(|a| a.balance).unwrap_or_default();
+    if balance < value {
+        return Err(RpcError::new(
+            SERVER_ERROR,
+            format!("insufficient funds for gas * price + value: address {from} have {balance} want {value}"),
+        ));
+    }
+    Ok(())
 }
 
 fn base_fee(s: &RpcState) -> u64 {
@@ -371,20 +399,36 @@ fn get_logs(s: &RpcState, filter: &Value) -> Result<Value, RpcError> {
             format!("query exceeds max block range {}", s.limits.max_logs_block_range),
         ));
     }
+    let (addresses, topics) = log_criteria(o, 0)?;
+    let limit = s.limits.max_logs_results;
+    let filter = LogFilter { from, to, addresses, topics };
+    match s.store.logs(&filter, limit) {
+        Some(entries) => Ok(Value::Array(entries.iter().map(format::log).collect())),
+        None => Err(RpcError::new(LIMIT_EXCEEDED, format!("query returned more than {limit} results"))),
+    }
+}
+
+/// The `address` and `topics` of a log filter (`eth_getLogs`, and the
+/// `logs` subscription), parameter `arg`: emitters (empty: any) and, per
+/// topic position, the accepted values (empty: any).
+pub(crate) fn log_criteria(
+    o: &serde_json::Map<String, Value>,
+    arg: usize,
+) -> Result<(Vec<Address>, Vec<Vec<B256>>), RpcError> {
     let addresses = match o.get("address").filter(|v| !v.is_null()) {
         None => vec![],
         Some(Value::Array(list)) => list
             .iter()
             .map(params::address)
             .collect::<Result<_, _>>()
-            .map_err(|e| RpcError::invalid_arg(0, e))?,
-        Some(v) => vec![params::address(v).map_err(|e| RpcError::invalid_arg(0, e))?],
+            .map_err(|e| RpcError::invalid_arg(arg, e))?,
+        Some(v) => vec![params::address(v).map_err(|e| RpcError::invalid_arg(arg, e))?],
     };
     let mut topics = Vec::new();
     if let Some(t) = o.get("topics").filter(|v| !v.is_null()) {
-        let list = t.as_array().ok_or_else(|| RpcError::invalid_arg(0, "topics must be an array"))?;
+        let list = t.as_array().ok_or_else(|| RpcError::invalid_arg(arg, "topics must be an array"))?;
         if list.len() > 4 {
-            return Err(RpcError::invalid_arg(0, "too many topics, maximum is 4"));
+            return Err(RpcError::invalid_arg(arg, "too many topics, maximum is 4"));
         }
         for pos in list {
             topics.push(match pos {
@@ -393,15 +437,10 @@ fn get_logs(s: &RpcState, filter: &Value) -> Result<Value, RpcError> {
                     .iter()
                     .map(params::hash)
                     .collect::<Result<_, _>>()
-                    .map_err(|e| RpcError::invalid_arg(0, e))?,
-                v => vec![params::hash(v).map_err(|e| RpcError::invalid_arg(0, e))?],
+                    .map_err(|e| RpcError::invalid_arg(arg, e))?,
+                v => vec![params::hash(v).map_err(|e| RpcError::invalid_arg(arg, e))?],
             });
         }
     }
-    let limit = s.limits.max_logs_results;
-    let filter = LogFilter { from, to, addresses, topics };
-    match s.store.logs(&filter, limit) {
-        Some(entries) => Ok(Value::Array(entries.iter().map(format::log).collect())),
-        None => Err(RpcError::new(LIMIT_EXCEEDED, format!("query returned more than {limit} results"))),
-    }
+    Ok((addresses, topics))
 }

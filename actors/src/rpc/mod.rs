@@ -1,12 +1,14 @@
 //! JSON-RPC 2.0 over HTTP: framing and limits ([`server`]), methods
 //! ([`eth`]), parameters ([`params`]), JSON shapes ([`format`]) and errors
-//! ([`error`]).
+//! ([`error`]); over WebSocket on the same port, with `eth_subscribe`
+//! ([`ws`]).
 
 pub mod error;
 pub mod eth;
 pub mod format;
 pub mod params;
 pub mod server;
+pub mod ws;
 
 use std::sync::{atomic::AtomicBool, Arc};
 
@@ -15,7 +17,7 @@ use sluice_executor::ExecConfig;
 use sluice_store::Store;
 use sluice_txpool::AdmissionRules;
 
-use crate::{mailbox::MailboxSender, pending::PendingTxs, protocol::NonceMsg};
+use crate::{events::ChainEvents, mailbox::MailboxSender, pending::PendingTxs, protocol::NonceMsg};
 
 /// Everything an RPC worker needs, shared by all workers.
 pub struct RpcState {
@@ -35,6 +37,8 @@ pub struct RpcState {
     pub suggested_tip_wei: u128,
     /// False once shutdown began: new transactions are refused.
     pub accepting: AtomicBool,
+    /// Committed heights and shutdown, for WebSocket subscriptions.
+    pub events: ChainEvents,
 }
 
 /// Shared handle.

@@ -23,15 +23,16 @@ use crate::metrics as m;
 pub fn start(state: SharedState) -> std::io::Result<(std::net::SocketAddr, ServerHandle)> {
     let limits = state.limits.clone();
     let data = web::Data::from(state);
+    let ws_connections = web::Data::new(super::ws::Connections::default());
     let server = HttpServer::new(move || {
         App::new()
             .app_data(data.clone())
             .app_data(web::PayloadConfig::new(limits.max_request_body_bytes))
             .route("/", web::post().to(handle))
-            .route(
-                "/",
-                web::get().to(|| async { HttpResponse::Ok().body("sluice JSON-RPC: POST JSON here\n") }),
-            )
+            .app_data(ws_connections.clone())
+            // GET: a WebSocket upgrade (JSON-RPC and eth_subscribe), or a
+            // line saying what this port is.
+            .route("/", web::get().to(super::ws::get))
     })
     .workers(limits.workers)
     .max_connections(limits.max_connections_per_worker)
@@ -58,12 +59,25 @@ fn error_response(id: Value, e: &RpcError) -> Value {
 }
 
 async fn handle(state: web::Data<super::RpcState>, body: web::Bytes) -> HttpResponse {
-    let state = state.into_inner();
-    let parsed: Value = match serde_json::from_slice(&body) {
+    match respond(&state.into_inner(), &body, &mut |_, _| None).await {
+        Some(bytes) => json_response(bytes),
+        None => HttpResponse::Ok().finish(),
+    }
+}
+
+/// Methods a transport answers itself, before [`eth::dispatch`] (the
+/// WebSocket's `eth_subscribe`); `None` passes the call on.
+pub(crate) type LocalMethods<'a> = &'a mut dyn FnMut(&str, Option<&Value>) -> Option<Result<Value, RpcError>>;
+
+/// Answers a JSON-RPC body, one call or a batch, with every limit applied:
+/// the reply, or `None` when nothing is to be sent (only notifications).
+/// Shared by HTTP and WebSocket.
+pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethods<'_>) -> Option<Vec<u8>> {
+    let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
             let err = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
-            return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+            return Some(error_response(Value::Null, &err).to_string().into_bytes());
         }
     };
     let max = state.limits.max_response_bytes;
@@ -71,24 +85,24 @@ async fn handle(state: web::Data<super::RpcState>, body: web::Bytes) -> HttpResp
         Value::Array(calls) => {
             if calls.is_empty() {
                 let err = RpcError::new(INVALID_REQUEST, "empty batch");
-                return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+                return Some(error_response(Value::Null, &err).to_string().into_bytes());
             }
             if calls.len() > state.limits.max_batch_len {
                 let err = RpcError::new(
                     INVALID_REQUEST,
                     format!("batch too large: {} calls, limit {}", calls.len(), state.limits.max_batch_len),
                 );
-                return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+                return Some(error_response(Value::Null, &err).to_string().into_bytes());
             }
             let mut out = Vec::with_capacity(calls.len() * 64);
             out.push(b'[');
             let mut first = true;
             for call in calls {
-                let Some(resp) = call_one(&state, call).await else { continue };
+                let Some(resp) = call_one(state, call, &mut *local).await else { continue };
                 let bytes = resp.to_string();
                 if out.len() + bytes.len() + 2 > max {
                     let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
-                    return json_response(error_response(Value::Null, &err).to_string().into_bytes());
+                    return Some(error_response(Value::Null, &err).to_string().into_bytes());
                 }
                 if !first {
                     out.push(b',');
@@ -99,27 +113,27 @@ async fn handle(state: web::Data<super::RpcState>, body: web::Bytes) -> HttpResp
             out.push(b']');
             if first {
                 // Only notifications: JSON-RPC says answer nothing.
-                return HttpResponse::Ok().finish();
+                return None;
             }
-            json_response(out)
+            Some(out)
         }
-        single => match call_one(&state, single).await {
-            None => HttpResponse::Ok().finish(),
+        single => match call_one(state, single, local).await {
+            None => None,
             Some(resp) => {
                 let bytes = resp.to_string().into_bytes();
                 if bytes.len() > max {
                     let id = resp.get("id").cloned().unwrap_or(Value::Null);
                     let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
-                    return json_response(error_response(id, &err).to_string().into_bytes());
+                    return Some(error_response(id, &err).to_string().into_bytes());
                 }
-                json_response(bytes)
+                Some(bytes)
             }
         },
     }
 }
 
 /// Answers one call; `None` for a notification (no `id`).
-async fn call_one(state: &SharedState, call: Value) -> Option<Value> {
+async fn call_one(state: &SharedState, call: Value, local: LocalMethods<'_>) -> Option<Value> {
     let Value::Object(mut obj) = call else {
         return Some(error_response(Value::Null, &RpcError::new(INVALID_REQUEST, "invalid request")));
     };
@@ -134,7 +148,10 @@ async fn call_one(state: &SharedState, call: Value) -> Option<Value> {
     };
     let start = Instant::now();
     let label = eth::metric_label(&method);
-    let result = eth::dispatch(state, &method, obj.get("params")).await;
+    let result = match local(&method, obj.get("params")) {
+        Some(answered) => answered,
+        None => eth::dispatch(state, &method, obj.get("params")).await,
+    };
     metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(1);
     metrics::histogram!(m::RPC_SECONDS, "method" => label).record(start.elapsed().as_secs_f64());
     // A notification is executed but not answered.

@@ -2,6 +2,9 @@
 //! hand-assembled contracts.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+pub mod erc20;
+pub mod gen;
+
 use std::sync::Arc;
 
 use alloy_consensus::{TxEip1559, TxLegacy, TypedTransaction};

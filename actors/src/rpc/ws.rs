@@ -1,0 +1,537 @@
+//! JSON-RPC over WebSocket, on the HTTP port: a `GET /` with
+//! `Upgrade: websocket` becomes a connection that answers every method
+//! through the same framing and limits as HTTP ([`server::respond`], then
+//! [`eth::dispatch`](super::eth::dispatch)) and serves `eth_subscribe` /
+//! `eth_unsubscribe` for `newHeads` and `logs`, as geth does.
+//!
+//! Built on `actix-ws`, not `actix-web-actors` (deprecated): a connection is
+//! one async task that owns its session, so every queue and timeout is
+//! explicit here rather than hidden in an actor mailbox (actix mailboxes do
+//! not bound their senders).
+//!
+//! ```text
+//!  client frames ───▶ respond (eth_subscribe here, the rest eth::dispatch) ──▶ reply ────────┐
+//!  committed height ─▶ next blocks read from the store, in order ──▶ notifications ─────────┼─▶ session ─▶ socket
+//!  (watch: 1 value)                                                                          │  (<= 32 frames)
+//!  ping timer ───────▶ ping; the peer sent nothing for a whole interval: dropped ────────────┘
+//! ```
+//!
+//! Limits, each from config: open connections (`rpc.ws_max_connections`;
+//! the handshake past it gets HTTP 503), subscriptions per connection
+//! (`rpc.ws_max_subscriptions_per_connection`; -32005 past it), how far a
+//! subscriber may fall behind the head (`rpc.ws_max_lag_blocks`), how long a
+//! message may wait for room towards the socket (`rpc.ws_send_timeout_ms`)
+//! and how long a silent peer is kept (`rpc.ws_ping_interval_ms`). Incoming
+//! messages are bounded by `rpc.max_request_body_bytes` (close code 1009
+//! past it), batches and replies by the HTTP limits.
+//!
+//! Nothing is buffered for a slow consumer: store commit publishes only the
+//! committed height ([`ChainEvents`](crate::events::ChainEvents)); each
+//! connection reads the blocks it has not delivered yet from the store and
+//! queues at most actix-ws's 32 frames towards the socket. A connection that
+//! falls behind or stops reading is disconnected.
+
+use std::{
+    sync::{
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+        Arc, OnceLock,
+    },
+    time::Duration,
+};
+
+use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use actix_ws::{AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, ProtocolError, Session};
+use alloy_primitives::{Address, B256};
+use serde_json::Value;
+use sluice_messages::Log;
+use sluice_store::{LogEntry, StoredBlock};
+use tokio::{sync::watch, time::MissedTickBehavior};
+
+use super::{
+    error::{RpcError, INVALID_PARAMS, LIMIT_EXCEEDED, SERVER_ERROR},
+    eth::log_criteria,
+    format,
+    params::Params,
+    server, RpcState, SharedState,
+};
+
+/// Open WebSocket connections.
+pub const WS_CONNECTIONS: &str = "sluice_ws_connections";
+/// Live subscriptions, across connections.
+pub const WS_SUBSCRIPTIONS: &str = "sluice_ws_subscriptions";
+/// Subscription notifications sent.
+pub const WS_NOTIFICATIONS: &str = "sluice_ws_notifications_total";
+/// Handshakes refused at `rpc.ws_max_connections`.
+pub const WS_REFUSED: &str = "sluice_ws_refused_total";
+/// Connections the node closed, by `reason`: `lagging`, `send_timeout`,
+/// `silent`, `protocol`, `shutdown`.
+pub const WS_DROPPED: &str = "sluice_ws_dropped_total";
+
+/// Open WebSocket connections, counted across HTTP workers.
+#[derive(Debug, Default)]
+pub struct Connections {
+    open: AtomicUsize,
+}
+
+/// One counted connection, released when dropped.
+struct Slot(web::Data<Connections>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        metrics::gauge!(WS_CONNECTIONS).decrement(1.0);
+    }
+}
+
+fn acquire(connections: &web::Data<Connections>, limit: usize) -> Option<Slot> {
+    connections
+        .open
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1))
+        .ok()?;
+    metrics::gauge!(WS_CONNECTIONS).increment(1.0);
+    Some(Slot(connections.clone()))
+}
+
+/// `GET /`: a WebSocket upgrade, or one line saying what this port serves.
+pub(crate) async fn get(
+    req: HttpRequest,
+    body: web::Payload,
+    state: web::Data<RpcState>,
+    connections: web::Data<Connections>,
+) -> HttpResponse {
+    let upgrade = req
+        .headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !upgrade {
+        return HttpResponse::Ok().body("sluice JSON-RPC: POST JSON here, or open a WebSocket\n");
+    }
+    let limits = &state.limits;
+    let Some(slot) = acquire(&connections, limits.ws_max_connections) else {
+        metrics::counter!(WS_REFUSED).increment(1);
+        return HttpResponse::ServiceUnavailable()
+            .body(format!("too many WebSocket connections: limit {}\n", limits.ws_max_connections));
+    };
+    let (response, session, stream) = match actix_ws::handle(&req, body) {
+        Ok(parts) => parts,
+        Err(e) => return e.error_response(),
+    };
+    let stream = stream
+        .max_frame_size(limits.max_request_body_bytes)
+        .aggregate_continuations()
+        .max_continuation_size(limits.max_request_body_bytes);
+    let send_timeout = Duration::from_millis(limits.ws_send_timeout_ms);
+    let subs = Subscriptions { list: Vec::new(), limit: limits.ws_max_subscriptions_per_connection };
+    let state = state.into_inner();
+    let connection = Connection { delivered: *state.events.heads().borrow(), send_timeout, subs, state };
+    actix_web::rt::spawn(connection.run(session, stream, slot));
+    response
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The client sent a close frame.
+    ClientClosed,
+    /// The socket is gone.
+    Gone,
+    /// A malformed or oversized frame.
+    Protocol(CloseCode),
+    /// More than `ws_max_lag_blocks` behind the head.
+    Lagging,
+    /// A message found no room towards the socket within `ws_send_timeout_ms`.
+    SendTimeout,
+    /// Nothing from the peer, not even a pong, for a whole ping interval.
+    Silent,
+    /// The node is stopping.
+    Shutdown,
+}
+
+impl End {
+    /// The `reason` label when the node closed the connection.
+    fn dropped(self) -> Option<&'static str> {
+        match self {
+            End::ClientClosed | End::Gone => None,
+            End::Protocol(_) => Some("protocol"),
+            End::Lagging => Some("lagging"),
+            End::SendTimeout => Some("send_timeout"),
+            End::Silent => Some("silent"),
+            End::Shutdown => Some("shutdown"),
+        }
+    }
+}
+
+/// What a subscription delivers.
+enum Kind {
+    /// Every committed block's header.
+    NewHeads,
+    /// Every matching log, in block and log order.
+    Logs {
+        /// Emitters (empty: any).
+        addresses: Vec<Address>,
+        /// Per topic position, the accepted values (empty: any).
+        topics: Vec<Vec<B256>>,
+    },
+}
+
+/// One `eth_subscribe`.
+struct Subscription {
+    /// The id notifications carry.
+    id: String,
+    /// What it delivers.
+    kind: Kind,
+    /// The first block it reports: the one after the head when it was made.
+    first_block: u64,
+}
+
+/// A connection's subscriptions.
+struct Subscriptions {
+    list: Vec<Subscription>,
+    /// `rpc.ws_max_subscriptions_per_connection`.
+    limit: usize,
+}
+
+impl Subscriptions {
+    /// `eth_subscribe`: `["newHeads"]` or `["logs", {address, topics}]`.
+    fn subscribe(&mut self, params: Option<&Value>, head: u64) -> Result<Value, RpcError> {
+        let p = Params::new(params)?;
+        let name =
+            p.req(0)?.as_str().ok_or_else(|| RpcError::invalid_arg(0, "expected a subscription name"))?;
+        let kind = match name {
+            "newHeads" => Kind::NewHeads,
+            "logs" => match p.opt(1) {
+                None => Kind::Logs { addresses: vec![], topics: vec![] },
+                Some(filter) => {
+                    let o = filter
+                        .as_object()
+                        .ok_or_else(|| RpcError::invalid_arg(1, "expected a filter object"))?;
+                    let (addresses, topics) = log_criteria(o, 1)?;
+                    Kind::Logs { addresses, topics }
+                }
+            },
+            other => {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    format!("no \"{other}\" subscription in eth namespace"),
+                ))
+            }
+        };
+        if self.list.len() >= self.limit {
+            return Err(RpcError::new(
+                LIMIT_EXCEEDED,
+                format!("too many subscriptions on this connection: limit {}", self.limit),
+            ));
+        }
+        let id = subscription_id();
+        self.list.push(Subscription { id: id.clone(), kind, first_block: head + 1 });
+        metrics::gauge!(WS_SUBSCRIPTIONS).increment(1.0);
+        Ok(Value::String(id))
+    }
+
+    /// `eth_unsubscribe`: `true`, or geth's "subscription not found".
+    fn unsubscribe(&mut self, params: Option<&Value>) -> Result<Value, RpcError> {
+        let p = Params::new(params)?;
+        let id = p.req(0)?.as_str().ok_or_else(|| RpcError::invalid_arg(0, "expected a subscription id"))?;
+        let i = self
+            .list
+            .iter()
+            .position(|s| s.id.eq_ignore_ascii_case(id))
+            .ok_or_else(|| RpcError::new(SERVER_ERROR, "subscription not found"))?;
+        self.list.remove(i);
+        metrics::gauge!(WS_SUBSCRIPTIONS).decrement(1.0);
+        Ok(Value::Bool(true))
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        metrics::gauge!(WS_SUBSCRIPTIONS).decrement(self.list.len() as f64);
+    }
+}
+
+/// A random-looking id, unique in this process: `0x` and 32 hex digits, as
+/// geth's.
+fn subscription_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static SALT: OnceLock<Vec<u8>> = OnceLock::new();
+    let salt = SALT.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let mut s = nanos.to_be_bytes().to_vec();
+        s.extend_from_slice(&std::process::id().to_be_bytes());
+        s
+    });
+    let mut input = salt.clone();
+    input.extend_from_slice(&NEXT.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+    let digest = sluice_messages::keccak256(&input);
+    format!("0x{}", alloy_primitives::hex::encode(&digest[..16]))
+}
+
+/// One WebSocket connection.
+struct Connection {
+    state: SharedState,
+    subs: Subscriptions,
+    /// The last height whose notifications were sent (or that had no
+    /// subscriber).
+    delivered: u64,
+    /// `rpc.ws_send_timeout_ms`.
+    send_timeout: Duration,
+}
+
+impl Connection {
+    /// Serves the connection until the client leaves, breaks a limit, or the
+    /// node stops.
+    async fn run(mut self, mut session: Session, mut stream: AggregatedMessageStream, slot: Slot) {
+        let mut heads = self.state.events.heads();
+        let mut closing = self.state.events.closing();
+        let interval = Duration::from_millis(self.state.limits.ws_ping_interval_ms);
+        let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // Whether the peer sent any frame since the last ping.
+        let mut heard = true;
+        let end = loop {
+            tokio::select! {
+                msg = stream.recv() => {
+                    heard = true;
+                    let step = match msg {
+                        None => Err(End::Gone),
+                        Some(Err(e)) => Err(protocol_end(&e)),
+                        Some(Ok(AggregatedMessage::Text(text))) => self.request(&mut session, text.as_bytes()).await,
+                        Some(Ok(AggregatedMessage::Binary(bytes))) => self.request(&mut session, &bytes).await,
+                        Some(Ok(AggregatedMessage::Ping(p))) => timed(self.send_timeout, session.pong(&p)).await,
+                        Some(Ok(AggregatedMessage::Pong(_))) => Ok(()),
+                        Some(Ok(AggregatedMessage::Close(_))) => Err(End::ClientClosed),
+                    };
+                    if let Err(end) = step {
+                        break end;
+                    }
+                }
+                changed = heads.changed() => {
+                    if changed.is_err() {
+                        break End::Shutdown;
+                    }
+                    if let Err(end) = self.deliver(&mut session, &mut heads).await {
+                        break end;
+                    }
+                }
+                _ = closing.wait_for(|c| *c) => break End::Shutdown,
+                _ = ping.tick() => {
+                    if !heard {
+                        break End::Silent;
+                    }
+                    heard = false;
+                    if let Err(end) = timed(self.send_timeout, session.ping(b"")).await {
+                        break end;
+                    }
+                }
+            }
+        };
+        if let Some(reason) = end.dropped() {
+            metrics::counter!(WS_DROPPED, "reason" => reason).increment(1);
+            tracing::info!(reason, "WebSocket connection dropped by the node");
+        }
+        let close = match end {
+            End::ClientClosed => Some(CloseReason::from(CloseCode::Normal)),
+            End::Protocol(code) => Some(CloseReason::from(code)),
+            End::Shutdown => Some(CloseReason::from(CloseCode::Away)),
+            End::Lagging => Some(CloseReason {
+                code: CloseCode::Policy,
+                description: Some("subscriber too far behind the head".into()),
+            }),
+            End::Silent => Some(CloseReason { code: CloseCode::Policy, description: Some("no pong".into()) }),
+            // The peer is gone or reads nothing: a close frame would only wait.
+            End::Gone | End::SendTimeout => None,
+        };
+        if let Some(reason) = close {
+            // Best effort: a peer that reads nothing must not hold the slot.
+            let wait = self.send_timeout.min(Duration::from_secs(1));
+            let _ = tokio::time::timeout(wait, session.close(Some(reason))).await;
+        }
+        drop(slot);
+    }
+
+    /// Answers one incoming message (a call or a batch).
+    async fn request(&mut self, session: &mut Session, body: &[u8]) -> Result<(), End> {
+        let state = Arc::clone(&self.state);
+        let subs = &mut self.subs;
+        let mut local = |method: &str, params: Option<&Value>| match method {
+            "eth_subscribe" => Some(subs.subscribe(params, state.store.head())),
+            "eth_unsubscribe" => Some(subs.unsubscribe(params)),
+            _ => None,
+        };
+        let Some(reply) = server::respond(&self.state, body, &mut local).await else {
+            return Ok(());
+        };
+        // serde_json writes UTF-8.
+        let text = String::from_utf8_lossy(&reply).into_owned();
+        timed(self.send_timeout, session.text(text)).await
+    }
+
+    /// Sends the notifications of every block committed since the last
+    /// call, in order, checking the lag before each.
+    async fn deliver(&mut self, session: &mut Session, heads: &mut watch::Receiver<u64>) -> Result<(), End> {
+        let head = *heads.borrow_and_update();
+        let Some(first_wanted) = self.subs.list.iter().map(|s| s.first_block).min() else {
+            self.delivered = head;
+            return Ok(());
+        };
+        let max_lag = self.state.limits.ws_max_lag_blocks;
+        for number in first_wanted.max(self.delivered + 1)..=head {
+            let Some(block) = self.state.store.block(number) else {
+                tracing::warn!(number, "committed block not readable; notifications skipped");
+                self.delivered = number;
+                continue;
+            };
+            let pace = Pace { heads, number, max_lag, send_timeout: self.send_timeout };
+            let mut header: Option<String> = None;
+            for sub in self.subs.list.iter().filter(|s| s.first_block <= number) {
+                match &sub.kind {
+                    Kind::NewHeads => {
+                        let header = header.get_or_insert_with(|| header_json(&block).to_string());
+                        pace.send(session, &sub.id, header).await?;
+                    }
+                    Kind::Logs { addresses, topics } => {
+                        for entry in block_logs(&block).filter(|e| matches(addresses, topics, &e.log)) {
+                            pace.send(session, &sub.id, &format::log(&entry).to_string()).await?;
+                        }
+                    }
+                }
+            }
+            self.delivered = number;
+        }
+        Ok(())
+    }
+}
+
+/// How notifications of block `number` are sent: each waits at most
+/// `send_timeout` for room towards the socket, and the connection is
+/// dropped as soon as the committed head is more than `max_lag` blocks past
+/// `number`, whether it is sending slowly or stuck on a full socket.
+struct Pace<'a> {
+    heads: &'a watch::Receiver<u64>,
+    number: u64,
+    max_lag: u64,
+    send_timeout: Duration,
+}
+
+impl Pace<'_> {
+    async fn send(&self, session: &mut Session, id: &str, result: &str) -> Result<(), End> {
+        let mut heads = self.heads.clone();
+        let (number, max_lag) = (self.number, self.max_lag);
+        let lagging = async move {
+            if heads.wait_for(|head| head.saturating_sub(number) > max_lag).await.is_err() {
+                // No more heads (the node is stopping): never lagging.
+                std::future::pending::<()>().await;
+            }
+        };
+        let note = format!(
+            r#"{{"jsonrpc":"2.0","method":"eth_subscription","params":{{"subscription":"{id}","result":{result}}}}}"#
+        );
+        tokio::select! {
+            biased;
+            () = lagging => Err(End::Lagging),
+            sent = timed(self.send_timeout, session.text(note)) => {
+                sent?;
+                metrics::counter!(WS_NOTIFICATIONS).increment(1);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The close code for a frame the codec refused.
+fn protocol_end(e: &ProtocolError) -> End {
+    tracing::debug!(error = %e, "WebSocket protocol error");
+    match e {
+        ProtocolError::Overflow => End::Protocol(CloseCode::Size),
+        _ => End::Protocol(CloseCode::Protocol),
+    }
+}
+
+/// Waits at most `timeout` for room towards the socket.
+async fn timed(
+    timeout: Duration,
+    send: impl std::future::Future<Output = Result<(), actix_ws::Closed>>,
+) -> Result<(), End> {
+    match tokio::time::timeout(timeout, send).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(End::Gone),
+        Err(_) => Err(End::SendTimeout),
+    }
+}
+
+/// A `newHeads` header: the block object without its body, as geth sends.
+fn header_json(block: &StoredBlock) -> Value {
+    let mut v = format::block(block, Vec::new());
+    if let Some(o) = v.as_object_mut() {
+        for body_field in ["transactions", "uncles", "withdrawals", "size", "totalDifficulty"] {
+            o.remove(body_field);
+        }
+    }
+    v
+}
+
+/// The block's logs with their positions, in order.
+fn block_logs(block: &StoredBlock) -> impl Iterator<Item = LogEntry> + '_ {
+    let (number, hash) = (block.block.header.number, block.block.hash);
+    block.receipts.iter().flat_map(|r| r.logs.iter().map(move |l| (r, l))).enumerate().map(
+        move |(i, (r, log))| LogEntry {
+            log: log.clone(),
+            block_number: number,
+            block_hash: hash,
+            tx_hash: r.tx_hash,
+            tx_index: r.index,
+            log_index: i as u32,
+        },
+    )
+}
+
+/// Whether a log passes a subscription's filter (the rules of `eth_getLogs`).
+fn matches(addresses: &[Address], topics: &[Vec<B256>], log: &Log) -> bool {
+    (addresses.is_empty() || addresses.contains(&log.address))
+        && topics.iter().enumerate().all(|(i, accepted)| {
+            accepted.is_empty() || log.topics.get(i).is_some_and(|t| accepted.contains(t))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_geth_shaped() {
+        let (a, b) = (subscription_id(), subscription_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 34);
+        assert!(a.starts_with("0x"));
+    }
+
+    #[test]
+    fn log_filter_rules() {
+        let addr = Address::repeat_byte(1);
+        let t0 = B256::repeat_byte(2);
+        let log = Log { address: addr, topics: vec![t0], data: Default::default() };
+        assert!(matches(&[], &[], &log));
+        assert!(matches(&[addr], &[vec![t0]], &log));
+        assert!(matches(&[addr], &[vec![]], &log));
+        assert!(!matches(&[Address::ZERO], &[], &log));
+        assert!(!matches(&[], &[vec![], vec![t0]], &log), "no topic at position 1");
+    }
+
+    #[test]
+    fn subscription_limit_and_unsubscribe() {
+        let mut subs = Subscriptions { list: Vec::new(), limit: 2 };
+        let heads = serde_json::json!(["newHeads"]);
+        let id = subs.subscribe(Some(&heads), 5).unwrap_or_default();
+        assert!(subs.subscribe(Some(&serde_json::json!(["logs", {"address": []}])), 5).is_ok());
+        let err = subs.subscribe(Some(&heads), 5).err().map(|e| e.code);
+        assert_eq!(err, Some(LIMIT_EXCEEDED));
+        assert_eq!(subs.list[0].first_block, 6);
+        assert_eq!(subs.unsubscribe(Some(&serde_json::json!([id]))).ok(), Some(Value::Bool(true)));
+        assert!(subs.unsubscribe(Some(&serde_json::json!(["0x00"]))).is_err());
+        assert!(subs.subscribe(Some(&serde_json::json!(["newPendingTransactions"])), 5).is_err());
+    }
+}

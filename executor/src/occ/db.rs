@@ -1,0 +1,89 @@
+//! The database a worker's EVM executes against: multi-version memory as
+//! seen by one transaction, recording every read for validation.
+
+use alloy_primitives::{map::B256Map, Address, B256, U256};
+use revm::{
+    state::{AccountInfo, Bytecode},
+    Database, DatabaseRef,
+};
+
+use super::{
+    engine::Shared,
+    footprint::{field, AccountRead, AccountValue, SlotRead},
+    mv::lock,
+    small::InlineVec,
+};
+use crate::db::{DbError, StateDb};
+
+/// revm's [`Database`] for one worker, executing one transaction at a time.
+#[derive(Debug)]
+pub(crate) struct WorkerDb<'s> {
+    shared: &'s Shared<'s>,
+    /// The transaction being executed: it sees writes of those before it.
+    tx: u32,
+    pub(crate) account_reads: InlineVec<AccountRead, 2>,
+    pub(crate) slot_reads: Vec<SlotRead>,
+    pub(crate) coinbase_read: Option<AccountValue>,
+    /// Analysed code by hash (code is immutable, so this never goes stale).
+    codes: B256Map<Bytecode>,
+}
+
+impl<'s> WorkerDb<'s> {
+    pub(crate) fn new(shared: &'s Shared<'s>) -> Self {
+        WorkerDb {
+            shared,
+            tx: 0,
+            account_reads: InlineVec::default(),
+            slot_reads: Vec::new(),
+            coinbase_read: None,
+            codes: B256Map::default(),
+        }
+    }
+
+    /// Starts recording for transaction `tx` (the previous records must have
+    /// been taken).
+    pub(crate) fn begin(&mut self, tx: u32) {
+        self.tx = tx;
+        self.account_reads = InlineVec::default();
+        self.slot_reads = Vec::new();
+        self.coinbase_read = None;
+    }
+}
+
+impl Database for WorkerDb<'_> {
+    type Error = DbError;
+
+    fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, DbError> {
+        let shared = self.shared;
+        if address == shared.coinbase {
+            // Served by the commit, with every fee committed so far; the
+            // commit checks it again against the exact prefix.
+            let coinbase = lock(&shared.coinbase_state);
+            self.coinbase_read = Some(coinbase.value);
+            return Ok(coinbase.value.info(coinbase.code.clone()));
+        }
+        let view = shared.mv.read_account(shared.reader, address, self.tx)?;
+        self.account_reads.push(view.read(address, field::ALL));
+        Ok(view.value.info(view.code))
+    }
+
+    fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, DbError> {
+        if let Some(code) = self.codes.get(&code_hash) {
+            return Ok(code.clone());
+        }
+        let code = StateDb::new(self.shared.reader).code_by_hash_ref(code_hash)?;
+        self.codes.insert(code_hash, code.clone());
+        Ok(code)
+    }
+
+    fn storage(&mut self, address: Address, index: U256) -> Result<U256, DbError> {
+        let shared = self.shared;
+        let read = shared.mv.read_slot(shared.reader, address, index, self.tx)?;
+        self.slot_reads.push(read);
+        Ok(read.value)
+    }
+
+    fn block_hash(&mut self, number: u64) -> Result<B256, DbError> {
+        Ok(self.shared.reader.block_hash(number)?)
+    }
+}

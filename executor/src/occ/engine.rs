@@ -1,0 +1,311 @@
+//! The parallel run of one block: shared state, the worker loop, and the
+//! assembly of the outcome.
+
+use std::{
+    panic::{self, AssertUnwindSafe},
+    sync::{
+        atomic::{AtomicBool, AtomicU32, Ordering},
+        Mutex, TryLockError,
+    },
+    time::{Duration, Instant},
+};
+
+use alloy_primitives::Address;
+use revm::{
+    context::{BlockEnv, CfgEnv},
+    context_interface::Cfg as _,
+};
+use sluice_messages::{PreparedBlock, PreparedTx};
+use sluice_store::StateReader;
+
+use super::{
+    commit::{commit_ready, CoinbaseState, CommitState, Progress},
+    footprint::TxOutcome,
+    merge::{self, AccountFinal, MergePart},
+    mv::{lock, MvMemory},
+    worker::Worker,
+};
+use crate::{
+    db::DbError,
+    env::{block_env, cfg_env},
+    stats::{ExecMode, ExecStats, SequentialReason},
+    BlockOutcome, ExecConfig, ExecError,
+};
+
+/// Why the parallel run stopped before the end.
+#[derive(Debug)]
+pub(crate) enum Abort {
+    /// Reading state failed.
+    Store(DbError),
+    /// The block needs something the engine does not model: rerun it
+    /// sequentially.
+    Unsupported,
+    /// Another worker aborted.
+    Stopped,
+}
+
+impl From<DbError> for Abort {
+    fn from(e: DbError) -> Self {
+        Abort::Store(e)
+    }
+}
+
+/// Everything the workers of one block share.
+pub(crate) struct Shared<'a> {
+    pub(crate) reader: &'a dyn StateReader,
+    block: &'a PreparedBlock,
+    pub(crate) block_env: BlockEnv,
+    pub(crate) cfg_env: CfgEnv,
+    pub(crate) chain_id: u64,
+    pub(crate) coinbase: Address,
+    pub(crate) base_fee: u64,
+    pub(crate) block_gas_limit: u64,
+    pub(crate) tx_gas_cap: u64,
+    pub(crate) max_incarnations: u32,
+    pub(crate) mv: MvMemory,
+    pub(crate) coinbase_state: Mutex<CoinbaseState>,
+    /// Each transaction's latest result, until the commit takes it.
+    pub(crate) slots: Box<[Mutex<Option<TxOutcome>>]>,
+    /// The next transaction no worker has claimed.
+    next: AtomicU32,
+    /// How many transactions are committed.
+    pub(crate) committed: AtomicU32,
+    /// The rest of the block runs in order: stop claiming transactions.
+    pub(crate) tail: AtomicBool,
+    stop: AtomicBool,
+    abort: Mutex<Option<Abort>>,
+    commit: Mutex<CommitState>,
+}
+
+impl std::fmt::Debug for Shared<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("txs", &self.block.txs.len()).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Shared<'a> {
+    fn new(
+        reader: &'a dyn StateReader,
+        cfg: &ExecConfig,
+        block: &'a PreparedBlock,
+        max_incarnations: u32,
+    ) -> Result<Self, DbError> {
+        let header = &block.block.header;
+        let cfg_env = cfg_env(cfg);
+        let n = block.txs.len();
+        Ok(Shared {
+            reader,
+            block,
+            block_env: block_env(header, cfg.spec),
+            tx_gas_cap: cfg_env.tx_gas_limit_cap(),
+            cfg_env,
+            chain_id: cfg.chain_id,
+            coinbase: header.coinbase,
+            base_fee: header.base_fee,
+            block_gas_limit: header.gas_limit,
+            max_incarnations: max_incarnations.max(1),
+            mv: MvMemory::new(2 * n + 1),
+            coinbase_state: Mutex::new(CoinbaseState::new(reader.account(&header.coinbase)?)),
+            slots: (0..n).map(|_| Mutex::new(None)).collect(),
+            next: AtomicU32::new(0),
+            committed: AtomicU32::new(0),
+            tail: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            abort: Mutex::new(None),
+            commit: Mutex::new(CommitState {
+                receipts: Vec::with_capacity(n),
+                ..CommitState::default()
+            }),
+        })
+    }
+
+    /// The number of transactions.
+    pub(crate) fn len(&self) -> u32 {
+        u32::try_from(self.block.txs.len()).unwrap_or(u32::MAX)
+    }
+
+    pub(crate) fn tx(&self, index: u32) -> &'a PreparedTx {
+        &self.block.txs[index as usize]
+    }
+
+    /// Claims transaction `index` if it is the next unclaimed one.
+    pub(crate) fn claim(&self, index: u32) -> bool {
+        self.next.compare_exchange(index, index + 1, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    pub(crate) fn publish(&self, index: u32, out: &TxOutcome) {
+        self.mv.publish(index, out.incarnation, out.account_writes.iter(), &out.slot_writes);
+    }
+
+    pub(crate) fn unpublish(&self, index: u32, out: &TxOutcome) {
+        self.mv.unpublish(index, out.account_writes.iter(), &out.slot_writes);
+    }
+
+    /// Waits for the worker executing transaction `index` to store it.
+    pub(crate) fn wait_for(&self, index: u32) -> Result<TxOutcome, Abort> {
+        let mut spins = 0u32;
+        loop {
+            if let Some(out) = lock(&self.slots[index as usize]).take() {
+                return Ok(out);
+            }
+            if self.stop.load(Ordering::Acquire) {
+                return Err(Abort::Stopped);
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    fn fail(&self, abort: Abort) {
+        let mut slot = lock(&self.abort);
+        if slot.is_none() || matches!(*slot, Some(Abort::Stopped)) {
+            *slot = Some(abort);
+        }
+        self.stop.store(true, Ordering::Release);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Runs the commit if no other worker is running it.
+    fn try_commit(&self, worker: &mut Worker<'_>) -> Result<Option<Progress>, Abort> {
+        let mut st = match self.commit.try_lock() {
+            Ok(st) => st,
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        commit_ready(self, worker, &mut st).map(Some)
+    }
+}
+
+fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// One worker thread: speculate ahead and commit in order until every
+/// transaction is committed, then build a share of the change set.
+fn work(shared: &Shared<'_>, id: usize, workers: usize) -> Result<MergePart, Abort> {
+    let mut worker = Worker::new(shared);
+    let n = shared.len();
+    loop {
+        if shared.stopped() {
+            return Err(Abort::Stopped);
+        }
+        shared.try_commit(&mut worker)?;
+        if shared.tail.load(Ordering::Acquire) {
+            break;
+        }
+        let index = shared.next.fetch_add(1, Ordering::AcqRel);
+        if index >= n {
+            break;
+        }
+        let out = worker.execute(index, 0)?;
+        shared.publish(index, &out);
+        *lock(&shared.slots[index as usize]) = Some(out);
+    }
+    let mut spins = 0;
+    while shared.committed.load(Ordering::Acquire) < n {
+        if shared.stopped() {
+            return Err(Abort::Stopped);
+        }
+        match shared.try_commit(&mut worker)? {
+            Some(Progress::Done) => break,
+            // Whoever runs the commit in order keeps it to the end.
+            None if shared.tail.load(Ordering::Acquire) => break,
+            _ => backoff(&mut spins),
+        }
+    }
+    // The last commit happens-before this: every write is final.
+    while shared.committed.load(Ordering::Acquire) < n {
+        if shared.stopped() {
+            return Err(Abort::Stopped);
+        }
+        backoff(&mut spins);
+    }
+    Ok(merge::merge_part(shared.reader, &shared.mv, shared.coinbase, id, workers)?)
+}
+
+/// A worker thread's body: a panic stops the others (which would otherwise
+/// wait for its transaction forever) before it propagates.
+fn guarded(shared: &Shared<'_>, id: usize, workers: usize) -> Option<MergePart> {
+    match panic::catch_unwind(AssertUnwindSafe(|| work(shared, id, workers))) {
+        Ok(Ok(part)) => Some(part),
+        Ok(Err(abort)) => {
+            shared.fail(abort);
+            None
+        }
+        Err(payload) => {
+            shared.fail(Abort::Stopped);
+            panic::resume_unwind(payload)
+        }
+    }
+}
+
+/// Executes `block` with `workers` threads (the caller's included).
+/// `Ok(None)`: the block must be executed sequentially instead.
+pub(crate) fn run(
+    reader: &dyn StateReader,
+    cfg: &ExecConfig,
+    block: &PreparedBlock,
+    workers: usize,
+    max_incarnations: u32,
+) -> Result<Option<BlockOutcome>, ExecError> {
+    let start = Instant::now();
+    let shared = Shared::new(reader, cfg, block, max_incarnations)?;
+    let workers = workers.max(1);
+    let parts: Vec<Option<MergePart>> = std::thread::scope(|s| {
+        let shared = &shared;
+        let handles: Vec<_> =
+            (1..workers).map(|id| s.spawn(move || guarded(shared, id, workers))).collect();
+        let mut parts = vec![guarded(shared, 0, workers)];
+        for h in handles {
+            match h.join() {
+                Ok(part) => parts.push(part),
+                Err(payload) => panic::resume_unwind(payload),
+            }
+        }
+        parts
+    });
+    match lock(&shared.abort).take() {
+        Some(Abort::Store(e)) => return Err(e.into()),
+        Some(Abort::Unsupported) => return Ok(None),
+        Some(Abort::Stopped) | None => {}
+    }
+    let parts: Vec<MergePart> = parts.into_iter().flatten().collect();
+    assert!(parts.len() == workers, "a worker stopped without a reason");
+    let st = std::mem::take(&mut *lock(&shared.commit));
+    let speculate = st.done_at.map_or(Duration::ZERO, |t| t.duration_since(start));
+    let coinbase = AccountFinal::coinbase(shared.coinbase, &lock(&shared.coinbase_state));
+    let changes = merge::assemble(reader, parts, coinbase)?;
+    let stats = ExecStats {
+        mode: match st.sequential {
+            Some((reason, _)) => ExecMode::Sequential { reason },
+            None => ExecMode::Parallel,
+        },
+        sequential_from: st.sequential.map(|(_, from)| from),
+        workers: u32::try_from(workers).unwrap_or(u32::MAX),
+        conflicts: st.conflicts,
+        reruns: st.reruns,
+        max_rerun_depth: st.max_depth,
+        fast_transfers: st.fast,
+        speculate,
+        validate: st.validate_time,
+        merge: start.elapsed().saturating_sub(speculate),
+    };
+    Ok(Some(BlockOutcome { receipts: st.receipts, skipped: st.skipped, gas_used: st.gas_used, changes, stats }))
+}
+
+/// Marks an outcome of the sequential executor run in place of the parallel
+/// one.
+pub(crate) fn sequential_stats(outcome: &mut BlockOutcome, reason: SequentialReason, workers: usize) {
+    outcome.stats = ExecStats {
+        mode: ExecMode::Sequential { reason },
+        workers: u32::try_from(workers).unwrap_or(u32::MAX),
+        ..ExecStats::default()
+    };
+}

@@ -1,0 +1,151 @@
+//! The ordered optimistic-concurrency executor (Block-STM style).
+//!
+//! A block's transactions run speculatively on a pool of workers and are
+//! committed strictly in block order; the outcome (receipts, skips, gas,
+//! change set) equals [`crate::sequential`]'s exactly. The sequential
+//! executor is the oracle: where this engine cannot be sure, it runs in
+//! order or hands the block to the sequential executor, never guesses.
+//!
+//! # Design
+//!
+//! - **Multi-version memory** (`mv.rs`): per location (an account's balance,
+//!   nonce, code, existence; each storage slot) the value each transaction
+//!   wrote, tagged with its version (transaction, incarnation). Transaction
+//!   `k` reads the latest write of a transaction before `k`, else the
+//!   block-start state, and records which version it saw.
+//! - **Workers** claim transactions in block order and execute them against
+//!   that memory (`worker.rs`), publishing their writes at once so later
+//!   transactions see them. One EVM per worker, reused; plain value
+//!   transfers skip the interpreter entirely (`transfer.rs`).
+//! - **Ordered commit** (`commit.rs`): after each execution a worker tries
+//!   the commit lock; its holder commits transactions in order while their
+//!   results are ready. A result is valid when every read still sees the
+//!   same version (or, after a predecessor re-ran, the same value) now that
+//!   everything before it is committed, i.e. final. An invalid result is
+//!   re-run right there against the committed prefix (incarnation + 1),
+//!   which is exact by construction. A transaction that started when all its
+//!   predecessors were committed needs no validation at all.
+//! - **Fees as deltas**: the EVM does not pay the coinbase (the handler
+//!   defers the reward); the commit adds each transaction's fee to the
+//!   coinbase in order. The coinbase account is never versioned: a
+//!   transaction that reads it (BALANCE, a transfer to it...) is served the
+//!   committed state and checked against the exact prefix at commit, so it
+//!   sees every earlier fee.
+//! - **No intermediate state**: nothing is materialized per transaction. When
+//!   every transaction is committed, only committed versions remain in the
+//!   memory; the workers turn it into the change set in parallel
+//!   (`merge.rs`), replaying the sequential overlay's rules per account.
+//! - **Skips** are the sequential executor's: an invalid or blob transaction
+//!   is skipped without reading anything; revm's refusals (nonce, funds...)
+//!   are results like any other, validated by their reads; "gas limit above
+//!   the block gas left" is decided at commit, and the transaction's
+//!   speculative writes are withdrawn.
+//!
+//! # A transaction's life
+//!
+//! ```text
+//!             claim (in block order)
+//!   Pending ─────────────────────────▶ Executing(inc) ──publish writes──▶ Executed(inc)
+//!      │                                    ▲                                 │
+//!      │ commit reaches it unclaimed:       │ reads stale:                    │ commit reaches it
+//!      │ run on the exact prefix            │ re-run on the exact prefix      ▼
+//!      └────────────────────────────────────┼──────────────────────────── Validating
+//!                                           └── (inc + 1) ◀── invalid ──────┤
+//!                                                                           │ valid / exact
+//!                                                                           ▼
+//!                                                Committed: receipt, gas, coinbase fee
+//! ```
+//!
+//! # Falling back
+//!
+//! - Blocks below `min_parallel_txs` go to the sequential executor.
+//! - When a transaction fails validation after `max_incarnations`
+//!   executions, or when most recent commits needed a re-run (speculation is
+//!   wasted on a contended block), workers stop speculating and the commit
+//!   runs the rest of the block in order (still exact, on the committed
+//!   prefix); the stats say so and from where.
+//! - Creating, destroying or deleting (EIP-161) an existing coinbase account
+//!   would need its storage wiped, which is not modelled: the whole block is
+//!   re-run sequentially.
+
+mod commit;
+mod db;
+mod engine;
+mod footprint;
+mod merge;
+mod mv;
+mod small;
+mod transfer;
+mod worker;
+
+use sluice_messages::PreparedBlock;
+use sluice_store::StateReader;
+
+use crate::{
+    sequential::execute_block, stats::SequentialReason, BlockExecutor, BlockOutcome, ExecConfig, ExecError,
+};
+
+/// The parallel executor behind [`BlockExecutor`].
+#[derive(Debug, Clone)]
+pub struct OccExecutor {
+    cfg: ExecConfig,
+    workers: usize,
+    min_parallel_txs: usize,
+    max_incarnations: u32,
+}
+
+impl OccExecutor {
+    /// Blocks with fewer transactions run sequentially by default: below
+    /// this, starting threads costs more than it saves.
+    pub const DEFAULT_MIN_PARALLEL_TXS: usize = 64;
+    /// Executions of one transaction before the rest of its block runs in
+    /// order, by default.
+    pub const DEFAULT_MAX_INCARNATIONS: u32 = 10;
+
+    /// An executor with `workers` threads (the calling thread included; at
+    /// least 1) that runs blocks of fewer than `min_parallel_txs`
+    /// transactions sequentially, and falls back to in-order execution when
+    /// a transaction needs more than `max_incarnations` executions (at least
+    /// 1).
+    pub fn new(cfg: ExecConfig, workers: usize, min_parallel_txs: usize, max_incarnations: u32) -> Self {
+        OccExecutor { cfg, workers: workers.max(1), min_parallel_txs, max_incarnations: max_incarnations.max(1) }
+    }
+
+    /// An executor with one worker per available core and the default
+    /// thresholds.
+    pub fn with_defaults(cfg: ExecConfig) -> Self {
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::new(cfg, workers, Self::DEFAULT_MIN_PARALLEL_TXS, Self::DEFAULT_MAX_INCARNATIONS)
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ExecConfig {
+        &self.cfg
+    }
+
+    /// Its number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Executes `block` on top of `state` (the state after its parent).
+    pub fn execute_block(&self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
+        let reason = if block.txs.len() < self.min_parallel_txs {
+            SequentialReason::SmallBlock
+        } else {
+            match engine::run(state, &self.cfg, block, self.workers, self.max_incarnations)? {
+                Some(outcome) => return Ok(outcome),
+                None => SequentialReason::Unsupported,
+            }
+        };
+        let mut outcome = execute_block(state, &self.cfg, block)?;
+        engine::sequential_stats(&mut outcome, reason, self.workers);
+        Ok(outcome)
+    }
+}
+
+impl BlockExecutor for OccExecutor {
+    fn execute(&mut self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
+        self.execute_block(state, block)
+    }
+}

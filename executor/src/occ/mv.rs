@@ -1,0 +1,371 @@
+//! Multi-version memory: for every location, the value each transaction of
+//! the block wrote, so that transaction `k` reads the latest write of a
+//! transaction before `k`, or the block-start state.
+//!
+//! Sharded maps behind short mutexes (never two held at once). Block-start
+//! values are cached in the cells the first time they are needed, so the
+//! state reader is asked once per location per block. The coinbase account
+//! is never stored here: fees make it change in every transaction, so the
+//! commit serves it (see `commit.rs`); its storage slots are stored here.
+
+use std::{
+    hash::BuildHasher,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex, MutexGuard,
+    },
+};
+
+use alloy_primitives::{
+    map::{DefaultHashBuilder, HashMap},
+    Address, U256,
+};
+use revm::state::Bytecode;
+use sluice_store::{Account as StoredAccount, StateReader};
+
+use super::{
+    footprint::{event, field, AccountRead, AccountValue, AccountWrite, SlotRead, SlotWrite, Version},
+    small::{ByTx, Versions},
+};
+use crate::db::DbError;
+
+/// Shards per map (a power of two).
+const SHARDS: usize = 64;
+
+/// Locks a mutex, ignoring poisoning: a panicking worker aborts the whole
+/// parallel attempt, so nothing reads the data it may have left half-done.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One account write, by one incarnation of one transaction.
+#[derive(Debug, Clone)]
+pub(crate) struct AccountVersion {
+    pub(crate) tx: u32,
+    pub(crate) incarnation: u32,
+    pub(crate) mask: u8,
+    pub(crate) value: AccountValue,
+    pub(crate) code: Option<Bytecode>,
+}
+
+impl ByTx for AccountVersion {
+    fn tx(&self) -> u32 {
+        self.tx
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotVersion {
+    pub(crate) tx: u32,
+    pub(crate) incarnation: u32,
+    pub(crate) value: U256,
+}
+
+impl ByTx for SlotVersion {
+    fn tx(&self) -> u32 {
+        self.tx
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct AccountCell {
+    /// Block-start account, once loaded (`Some(None)`: did not exist).
+    pub(crate) base: Option<Option<StoredAccount>>,
+    /// Some transaction wrote one of its storage slots.
+    pub(crate) storage_written: bool,
+    pub(crate) versions: Versions<AccountVersion>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct SlotCell {
+    /// Block-start value, once loaded.
+    pub(crate) base: Option<U256>,
+    pub(crate) versions: Versions<SlotVersion>,
+}
+
+/// An account as read by transaction `k`.
+#[derive(Debug, Clone)]
+pub(crate) struct AccountView {
+    pub(crate) value: AccountValue,
+    pub(crate) versions: [Version; 4],
+    /// The code, when a transaction of this block set it.
+    pub(crate) code: Option<Bytecode>,
+}
+
+impl AccountView {
+    pub(crate) fn read(&self, address: Address, mask: u8) -> AccountRead {
+        AccountRead { address, mask, versions: self.versions, value: self.value }
+    }
+}
+
+#[repr(align(64))]
+#[derive(Debug, Default)]
+struct Shard<K, V>(Mutex<HashMap<K, V>>);
+
+pub(crate) type AccountMap = HashMap<Address, AccountCell>;
+pub(crate) type SlotMap = HashMap<(Address, U256), SlotCell>;
+
+/// The block's multi-version memory.
+pub(crate) struct MvMemory {
+    hasher: DefaultHashBuilder,
+    accounts: Box<[Shard<Address, AccountCell>]>,
+    slots: Box<[Shard<(Address, U256), SlotCell>]>,
+    /// Some write so far wiped an account's storage; until then slot reads
+    /// need not look at accounts.
+    any_wipes: AtomicBool,
+}
+
+impl std::fmt::Debug for MvMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MvMemory").finish_non_exhaustive()
+    }
+}
+
+fn load_base(
+    cell: &mut AccountCell,
+    reader: &dyn StateReader,
+    address: &Address,
+) -> Result<Option<StoredAccount>, DbError> {
+    if let Some(base) = cell.base {
+        return Ok(base);
+    }
+    let base = reader.account(address)?;
+    cell.base = Some(base);
+    Ok(base)
+}
+
+impl MvMemory {
+    /// Room for about `accounts` accounts.
+    pub(crate) fn new(accounts: usize) -> Self {
+        let per_shard = accounts / SHARDS + 1;
+        let shard = || Shard(Mutex::new(HashMap::with_capacity_and_hasher(per_shard, Default::default())));
+        MvMemory {
+            hasher: DefaultHashBuilder::default(),
+            accounts: (0..SHARDS).map(|_| shard()).collect(),
+            slots: (0..SHARDS).map(|_| Shard(Mutex::default())).collect(),
+            any_wipes: AtomicBool::new(false),
+        }
+    }
+
+    fn account_shard(&self, address: &Address) -> MutexGuard<'_, AccountMap> {
+        let at = (self.hasher.hash_one(address) >> 58) as usize % SHARDS;
+        lock(&self.accounts[at].0)
+    }
+
+    fn slot_shard(&self, address: &Address, key: &U256) -> MutexGuard<'_, SlotMap> {
+        let at = (self.hasher.hash_one((address, key)) >> 58) as usize % SHARDS;
+        lock(&self.slots[at].0)
+    }
+
+    /// The account as transaction `tx` sees it: each field from the latest
+    /// write before `tx`, else from the block-start state.
+    pub(crate) fn read_account(
+        &self,
+        reader: &dyn StateReader,
+        address: Address,
+        tx: u32,
+    ) -> Result<AccountView, DbError> {
+        let mut shard = self.account_shard(&address);
+        let cell = shard.entry(address).or_default();
+        let mut view = AccountView { value: AccountValue::default(), versions: [Version::BASE; 4], code: None };
+        let mut missing = field::ALL;
+        for v in cell.versions.below(tx) {
+            let found = v.mask & missing;
+            if found == 0 {
+                continue;
+            }
+            let version = Version::of(v.tx, v.incarnation);
+            for (bit, i) in field::EACH {
+                if found & bit != 0 {
+                    view.versions[i] = version;
+                }
+            }
+            if found & field::BALANCE != 0 {
+                view.value.balance = v.value.balance;
+            }
+            if found & field::NONCE != 0 {
+                view.value.nonce = v.value.nonce;
+            }
+            if found & field::CODE != 0 {
+                view.value.code_hash = v.value.code_hash;
+                view.code = v.code.clone();
+            }
+            if found & field::EXISTS != 0 {
+                view.value.exists = v.value.exists;
+            }
+            missing &= !found;
+            if missing == 0 {
+                return Ok(view);
+            }
+        }
+        let base = AccountValue::from_stored(load_base(cell, reader, &address)?.as_ref());
+        if missing & field::BALANCE != 0 {
+            view.value.balance = base.balance;
+        }
+        if missing & field::NONCE != 0 {
+            view.value.nonce = base.nonce;
+        }
+        if missing & field::CODE != 0 {
+            view.value.code_hash = base.code_hash;
+        }
+        if missing & field::EXISTS != 0 {
+            view.value.exists = base.exists;
+        }
+        Ok(view)
+    }
+
+    /// The storage slot as transaction `tx` sees it.
+    pub(crate) fn read_slot(
+        &self,
+        reader: &dyn StateReader,
+        address: Address,
+        key: U256,
+        tx: u32,
+    ) -> Result<SlotRead, DbError> {
+        let wipes = self.any_wipes.load(Ordering::Acquire);
+        if !wipes {
+            let shard = self.slot_shard(&address, &key);
+            if let Some(cell) = shard.get(&(address, key)) {
+                if let Some(v) = cell.versions.below(tx).next() {
+                    let version = Version::of(v.tx, v.incarnation);
+                    return Ok(SlotRead { address, key, version, value: v.value });
+                }
+                if let Some(value) = cell.base {
+                    return Ok(SlotRead { address, key, version: Version::BASE, value });
+                }
+            }
+        }
+        // The latest wipe of the account before `tx` (a wipe and a slot
+        // write by the same transaction: the write came after the wipe), and
+        // whether the account existed at block start (if not, its storage is
+        // empty and the reader is not asked, as in the sequential overlay).
+        let (wipe, existed) = {
+            let mut shard = self.account_shard(&address);
+            let cell = shard.entry(address).or_default();
+            let wipe = if wipes {
+                cell.versions.below(tx).find(|v| v.mask & event::WIPES != 0).map(|v| (v.tx, v.incarnation))
+            } else {
+                None
+            };
+            (wipe, load_base(cell, reader, &address)?.is_some())
+        };
+        let mut shard = self.slot_shard(&address, &key);
+        let cell = shard.entry((address, key)).or_default();
+        let latest = cell.versions.below(tx).next().copied();
+        if let Some((wiped_by, incarnation)) = wipe {
+            if latest.is_none_or(|v| v.tx < wiped_by) {
+                let version = Version::of(wiped_by, incarnation);
+                return Ok(SlotRead { address, key, version, value: U256::ZERO });
+            }
+        }
+        if let Some(v) = latest {
+            return Ok(SlotRead { address, key, version: Version::of(v.tx, v.incarnation), value: v.value });
+        }
+        let value = match cell.base {
+            Some(value) => value,
+            None => {
+                let value = if existed { reader.storage(&address, &key)? } else { U256::ZERO };
+                cell.base = Some(value);
+                value
+            }
+        };
+        Ok(SlotRead { address, key, version: Version::BASE, value })
+    }
+
+    /// Whether `read`, made by transaction `tx`, still holds: same version,
+    /// or (after a re-run that wrote the same) same value.
+    pub(crate) fn account_read_holds(
+        &self,
+        reader: &dyn StateReader,
+        read: &AccountRead,
+        tx: u32,
+    ) -> Result<bool, DbError> {
+        let now = self.read_account(reader, read.address, tx)?;
+        for (bit, i) in field::EACH {
+            if read.mask & bit != 0 && now.versions[i] != read.versions[i] && !now.value.same(&read.value, bit) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether `read`, made by transaction `tx`, still holds.
+    pub(crate) fn slot_read_holds(
+        &self,
+        reader: &dyn StateReader,
+        read: &SlotRead,
+        tx: u32,
+    ) -> Result<bool, DbError> {
+        let now = self.read_slot(reader, read.address, read.key, tx)?;
+        Ok(now.version == read.version || now.value == read.value)
+    }
+
+    /// Makes transaction `tx`'s writes visible to later transactions,
+    /// replacing its earlier incarnation's at the same locations.
+    pub(crate) fn publish<'w>(
+        &self,
+        tx: u32,
+        incarnation: u32,
+        accounts: impl IntoIterator<Item = &'w AccountWrite>,
+        slots: &[SlotWrite],
+    ) {
+        for w in accounts {
+            if w.mask & event::WIPES != 0 {
+                self.any_wipes.store(true, Ordering::Release);
+            }
+            let version =
+                AccountVersion { tx, incarnation, mask: w.mask, value: w.value, code: w.code.clone() };
+            self.account_shard(&w.address).entry(w.address).or_default().versions.insert(version);
+        }
+        let mut flagged: Option<Address> = None;
+        for w in slots {
+            // Slots come grouped by account: flag each account once.
+            if flagged != Some(w.address) {
+                self.account_shard(&w.address).entry(w.address).or_default().storage_written = true;
+                flagged = Some(w.address);
+            }
+            let version = SlotVersion { tx, incarnation, value: w.value };
+            self.slot_shard(&w.address, &w.key).entry((w.address, w.key)).or_default().versions.insert(version);
+        }
+    }
+
+    /// Removes transaction `tx`'s writes at these locations.
+    pub(crate) fn unpublish<'w>(
+        &self,
+        tx: u32,
+        accounts: impl IntoIterator<Item = &'w AccountWrite>,
+        slots: &[SlotWrite],
+    ) {
+        for w in accounts {
+            if let Some(cell) = self.account_shard(&w.address).get_mut(&w.address) {
+                cell.versions.remove(tx);
+            }
+        }
+        for w in slots {
+            if let Some(cell) = self.slot_shard(&w.address, &w.key).get_mut(&(w.address, w.key)) {
+                cell.versions.remove(tx);
+            }
+        }
+    }
+
+    /// The number of shards of each map.
+    pub(crate) fn shards(&self) -> usize {
+        SHARDS
+    }
+
+    /// Takes shard `i` of both maps out (for the change set, once every
+    /// transaction is committed).
+    pub(crate) fn take_shard(&self, i: usize) -> (AccountMap, SlotMap) {
+        (std::mem::take(&mut *lock(&self.accounts[i].0)), std::mem::take(&mut *lock(&self.slots[i].0)))
+    }
+
+    /// The block-start account (for the change set of accounts whose cell
+    /// was taken by another thread, or that only had storage written).
+    pub(crate) fn base_account(
+        reader: &dyn StateReader,
+        cell: &mut AccountCell,
+        address: &Address,
+    ) -> Result<Option<StoredAccount>, DbError> {
+        load_base(cell, reader, address)
+    }
+}

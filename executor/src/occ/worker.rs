@@ -1,0 +1,125 @@
+//! One worker: executes transactions (as plain transfers or on its own,
+//! reused EVM) into [`TxOutcome`]s.
+
+use std::{cell::Cell, marker::PhantomData, sync::atomic::Ordering};
+
+use alloy_primitives::U256;
+use revm::{
+    context::{
+        result::{EVMError, HaltReason, InvalidTransaction},
+        Context, ContextSetters,
+    },
+    context_interface::Transaction as _,
+    handler::{EvmTr, FrameResult, Handler, MainnetContext},
+    ExecuteEvm, MainBuilder, MainContext, MainnetEvm,
+};
+use sluice_messages::PreparedTx;
+
+use super::{
+    db::WorkerDb,
+    engine::Shared,
+    footprint::{TxOutcome, TxResult},
+    small::InlineVec,
+    transfer,
+};
+use crate::{db::DbError, env::tx_env, sequential::receipt};
+
+type WorkerEvm<'s> = MainnetEvm<MainnetContext<WorkerDb<'s>>>;
+
+/// revm's mainnet handler, except that the priority fee is not paid to the
+/// coinbase but kept here, for the commit to credit in block order. Paying
+/// it through the EVM would make every transaction write the coinbase
+/// balance, so every pair of transactions would conflict.
+struct DeferredFee<'s> {
+    fee: Cell<U256>,
+    _evm: PhantomData<fn() -> WorkerDb<'s>>,
+}
+
+impl<'s> Handler for DeferredFee<'s> {
+    type Evm = WorkerEvm<'s>;
+    type Error = EVMError<DbError, InvalidTransaction>;
+    type HaltReason = HaltReason;
+
+    fn reward_beneficiary(&self, evm: &mut Self::Evm, exec_result: &mut FrameResult) -> Result<(), Self::Error> {
+        // revm's `post_execution::reward_beneficiary`, without the payment
+        // (London rules: the base fee is burned).
+        let ctx = evm.ctx_ref();
+        let base_fee = u128::from(ctx.block.basefee);
+        let price = ctx.tx.effective_gas_price(base_fee).saturating_sub(base_fee);
+        let gas = exec_result.gas();
+        let used = gas.used().saturating_sub(gas.reservoir());
+        self.fee.set(U256::from(price.saturating_mul(u128::from(used))));
+        Ok(())
+    }
+}
+
+/// A worker thread's executor.
+pub(crate) struct Worker<'s> {
+    shared: &'s Shared<'s>,
+    /// Built on first use: blocks of plain transfers never need one.
+    evm: Option<WorkerEvm<'s>>,
+}
+
+impl<'s> Worker<'s> {
+    pub(crate) fn new(shared: &'s Shared<'s>) -> Self {
+        Worker { shared, evm: None }
+    }
+
+    /// Executes transaction `index` against the multi-version memory.
+    pub(crate) fn execute(&mut self, index: u32, incarnation: u32) -> Result<TxOutcome, DbError> {
+        let shared = self.shared;
+        // All earlier transactions committed: every read will be final.
+        let exact = shared.committed.load(Ordering::Acquire) == index;
+        let tx = match shared.tx(index) {
+            PreparedTx::Ready(tx) => tx,
+            PreparedTx::Invalid { reason, .. } => return Ok(TxOutcome::skipped(incarnation, reason.clone())),
+        };
+        if let Some(mut out) = transfer::try_transfer(shared, tx, index, incarnation)? {
+            out.exact = exact;
+            return Ok(out);
+        }
+        let env = match tx_env(tx) {
+            Ok(env) => env,
+            Err(reason) => return Ok(TxOutcome::skipped(incarnation, reason.to_string())),
+        };
+        let evm = self.evm.get_or_insert_with(|| {
+            Context::mainnet()
+                .with_db(WorkerDb::new(shared))
+                .with_block(shared.block_env.clone())
+                .with_cfg(shared.cfg_env.clone())
+                .build_mainnet()
+        });
+        evm.ctx.journaled_state.database.begin(index);
+        evm.ctx.set_tx(env);
+        let mut handler = DeferredFee { fee: Cell::new(U256::ZERO), _evm: PhantomData };
+        let result = handler.run(evm);
+        // Clears the journal whatever happened, as `transact` does.
+        let state = evm.finalize();
+        let db = &mut evm.ctx.journaled_state.database;
+        let mut out = TxOutcome {
+            incarnation,
+            exact,
+            fast: false,
+            account_reads: std::mem::take(&mut db.account_reads),
+            slot_reads: std::mem::take(&mut db.slot_reads),
+            coinbase_read: db.coinbase_read.take(),
+            account_writes: InlineVec::default(),
+            slot_writes: Vec::new(),
+            coinbase_post: None,
+            result: TxResult::Skipped(String::new()),
+        };
+        match result {
+            Ok(result) => {
+                out.record_state(state, shared.coinbase);
+                let receipt = receipt(tx, shared.base_fee, 0, 0, result);
+                out.result = TxResult::Applied { receipt, fee: handler.fee.get() };
+            }
+            Err(EVMError::Database(e)) => return Err(e),
+            // Refused before execution (nonce, funds, fee cap...): revm has
+            // discarded the journal, so nothing was written. As in the
+            // sequential executor, the reason is revm's message.
+            Err(e) => out.result = TxResult::Skipped(e.to_string()),
+        }
+        Ok(out)
+    }
+}

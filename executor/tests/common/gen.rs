@@ -1,0 +1,274 @@
+//! A seeded generator of blocks that stress the parallel executor: every
+//! kind of conflict and skip the sequential executor defines results for.
+
+use alloy_consensus::{TxEip1559, TxEip7702, TypedTransaction};
+use alloy_eips::eip7702::Authorization;
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
+use sluice_executor::testing::MemState;
+use sluice_messages::{PreparedBlock, PreparedTx};
+use sluice_txpool::Signer;
+
+use super::{erc20, *};
+
+/// SplitMix64: small, seedable, good enough for test data.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// Contracts present at block start.
+pub fn counter_addr() -> Address {
+    Address::repeat_byte(0xc0)
+}
+pub fn token_addr() -> Address {
+    Address::repeat_byte(0xe2)
+}
+pub fn reverter_addr() -> Address {
+    Address::repeat_byte(0xde)
+}
+pub fn spinner_addr() -> Address {
+    Address::repeat_byte(0x5b)
+}
+/// Runtime: SSTORE(0, BALANCE(COINBASE)), so its storage records what it saw.
+pub fn coinbase_reader_addr() -> Address {
+    Address::repeat_byte(0xcc)
+}
+const COINBASE_READER: &[u8] = &[0x41, 0x31, 0x60, 0x00, 0x55, 0x00];
+
+/// Init code that self-destructs to its creator (EIP-6780: same transaction).
+const SUICIDE_INIT: &[u8] = &[0x60, 0x01, 0x60, 0x00, 0x55, 0x33, 0xff];
+
+fn key_signer(i: u64) -> Signer {
+    let mut key = [0u8; 32];
+    key[0] = 0x5e;
+    key[24..].copy_from_slice(&i.to_be_bytes());
+    Signer::from_bytes(&B256::from(key)).expect("valid key")
+}
+
+/// One generated scenario: the block-start state and the block.
+pub struct Scenario {
+    pub state: MemState,
+    pub block: PreparedBlock,
+}
+
+struct Gen {
+    rng: Rng,
+    senders: Vec<Signer>,
+    nonces: Vec<u64>,
+    /// Funded later in the block: (signer, its next nonce).
+    fresh: Vec<(Signer, u64)>,
+    hot: Vec<Address>,
+    holders: Vec<usize>,
+    empties: Vec<Address>,
+    txs: Vec<PreparedTx>,
+    next_recipient: u64,
+}
+
+impl Gen {
+    fn sender(&mut self) -> usize {
+        self.rng.below(self.senders.len() as u64) as usize
+    }
+
+    /// The next nonce of sender `s`, sometimes stale or skipped ahead.
+    fn nonce(&mut self, s: usize) -> u64 {
+        let n = self.nonces[s];
+        match self.rng.below(100) {
+            0..=1 if n > 0 => n - 1,
+            2..=3 => n + 1,
+            _ => {
+                self.nonces[s] += 1;
+                n
+            }
+        }
+    }
+
+    fn fresh_address(&mut self) -> Address {
+        self.next_recipient += 1;
+        let mut a = [0u8; 20];
+        a[0] = 0xa1;
+        a[12..].copy_from_slice(&self.next_recipient.to_be_bytes());
+        Address::from(a)
+    }
+
+    fn tx(&mut self, s: usize, to: TxKind, value: u128, input: Bytes, gas: u64) {
+        let nonce = self.nonce(s);
+        let tip = *self.rng.pick(&[0u128, 1, 2_000_000_000]);
+        let tx = TxEip1559 {
+            chain_id: CHAIN_ID,
+            nonce,
+            gas_limit: gas,
+            max_fee_per_gas: 10_000_000_000,
+            max_priority_fee_per_gas: tip,
+            to,
+            value: U256::from(value),
+            access_list: Default::default(),
+            input,
+        };
+        let signer = &self.senders[s];
+        self.txs.push(PreparedTx::Ready(recovered(signer, TypedTransaction::Eip1559(tx))));
+    }
+
+    fn one(&mut self, pair_rate: u64) {
+        let s = self.sender();
+        let call = |a: Address| TxKind::Call(a);
+        match self.rng.below(100) {
+            // Independent transfers.
+            0..=24 => {
+                let to = self.fresh_address();
+                let gas = 21_000 + self.rng.below(3) * 10_000;
+                let value = 1 + u128::from(self.rng.below(1000));
+                self.tx(s, call(to), value, Bytes::new(), gas);
+            }
+            // Hot recipients, and pairs sharing a recipient.
+            25..=39 => {
+                let to = if self.rng.chance(pair_rate) { *self.rng.pick(&self.hot) } else { self.fresh_address() };
+                self.tx(s, call(to), 7, Bytes::new(), 21_000);
+            }
+            40..=47 => self.tx(s, call(counter_addr()), 0, Bytes::new(), 60_000),
+            48..=59 => {
+                let from = *self.rng.pick(&self.holders);
+                let to_holder = *self.rng.pick(&self.holders);
+                let to = self.senders[to_holder].address();
+                let amount = self.rng.below(300);
+                self.tx(from, call(token_addr()), 0, erc20::transfer_call(to, amount), 80_000);
+            }
+            // Funded, then spent later in the block.
+            60..=64 => {
+                let fresh = key_signer(1_000 + self.next_recipient);
+                self.next_recipient += 1;
+                self.tx(s, call(fresh.address()), ETH / 10, Bytes::new(), 21_000);
+                self.fresh.push((fresh, 0));
+            }
+            65..=68 if !self.fresh.is_empty() => {
+                let i = self.rng.below(self.fresh.len() as u64) as usize;
+                let (signer, nonce) = &mut self.fresh[i];
+                let to = *self.rng.pick(&self.hot);
+                let tx = transfer(signer, *nonce, to, 1_000);
+                *nonce += 1;
+                self.txs.push(tx);
+            }
+            69..=72 => {
+                let init = init_code(&[0x60, 0x07, 0x60, 0x01, 0x55], &counter_runtime());
+                self.tx(s, TxKind::Create, 0, init, 200_000);
+            }
+            73..=75 => self.tx(s, TxKind::Create, 5_000, Bytes::from_static(SUICIDE_INIT), 100_000),
+            76..=78 => self.tx(s, call(reverter_addr()), 3, Bytes::new(), 50_000),
+            79..=80 => self.tx(s, call(spinner_addr()), 0, Bytes::new(), 40_000),
+            81..=84 => self.tx(s, call(coinbase_reader_addr()), 0, Bytes::new(), 60_000),
+            85..=87 => self.tx(s, call(coinbase()), 1_000_000, Bytes::new(), 21_000),
+            88..=89 => {
+                let to = *self.rng.pick(&self.empties);
+                self.tx(s, call(to), 0, Bytes::new(), 21_000);
+            }
+            90 => self.tx(s, call(Address::with_last_byte(4)), 9, Bytes::from_static(b"hi"), 50_000),
+            91 => self.txs.push(PreparedTx::Invalid { hash: B256::repeat_byte(0x1d), reason: "bad".into() }),
+            92 if self.senders.len() > 1 => self.delegate(s),
+            _ => {
+                // A legacy transfer to a hot account.
+                let nonce = self.nonce(s);
+                let to = *self.rng.pick(&self.hot);
+                self.txs.push(legacy(&self.senders[s], nonce, to, 11, 3_000_000_000));
+            }
+        }
+    }
+
+    /// EIP-7702: sender `s` sponsors another sender's delegation to the counter.
+    fn delegate(&mut self, s: usize) {
+        let a = (s + 1) % self.senders.len();
+        let auth = Authorization {
+            chain_id: U256::from(CHAIN_ID),
+            address: counter_addr(),
+            nonce: self.nonces[a],
+        };
+        let signed = auth.clone().into_signed(self.senders[a].sign_hash(&auth.signature_hash()));
+        self.nonces[a] += 1;
+        let nonce = self.nonce(s);
+        let tx = TxEip7702 {
+            chain_id: CHAIN_ID,
+            nonce,
+            gas_limit: 200_000,
+            max_fee_per_gas: 10_000_000_000,
+            max_priority_fee_per_gas: 1,
+            to: self.senders[a].address(),
+            value: U256::ZERO,
+            access_list: Default::default(),
+            authorization_list: vec![signed],
+            input: Bytes::new(),
+        };
+        self.txs.push(PreparedTx::Ready(recovered(&self.senders[s], TypedTransaction::Eip7702(tx))));
+    }
+}
+
+/// A block of `len` transactions for `seed`.
+pub fn scenario(seed: u64, len: usize) -> Scenario {
+    let mut rng = Rng::new(seed);
+    let sender_count = 2 + rng.below(24) as usize;
+    let senders: Vec<Signer> = (0..sender_count as u64).map(key_signer).collect();
+    let mut state = MemState::new();
+    for s in &senders {
+        state.set_account(s.address(), U256::from(50 * ETH), 0);
+    }
+    state.set_code(counter_addr(), counter_runtime());
+    state.set_storage(counter_addr(), U256::ZERO, U256::from(rng.below(5)));
+    state.set_code(token_addr(), erc20::runtime());
+    let holders: Vec<usize> = (0..sender_count.min(1 + rng.below(6) as usize)).collect();
+    for h in &holders {
+        state.set_storage(token_addr(), erc20::balance_slot(senders[*h].address()), U256::from(10_000));
+    }
+    state.set_code(reverter_addr(), reverter_runtime());
+    state.set_code(spinner_addr(), spinner_runtime());
+    state.set_code(coinbase_reader_addr(), Bytes::from_static(COINBASE_READER));
+    let empties: Vec<Address> = (0..3).map(|i| Address::repeat_byte(0xe0 + i)).collect();
+    for e in &empties {
+        state.set_account(*e, U256::ZERO, 0);
+    }
+    // The coinbase: absent (most seeds), funded, or an existing empty
+    // account (which the parallel engine hands to the sequential one).
+    match rng.below(10) {
+        0..=5 => {}
+        6..=8 => {
+            state.set_account(coinbase(), U256::from(ETH), 0);
+        }
+        _ => {
+            state.set_account(coinbase(), U256::ZERO, 0);
+        }
+    }
+    let hot: Vec<Address> = (0..1 + rng.below(4)).map(|i| Address::repeat_byte(0x70 + i as u8)).collect();
+    let pair_rate = rng.below(101);
+    let mut g = Gen {
+        rng,
+        nonces: vec![0; senders.len()],
+        senders,
+        fresh: Vec::new(),
+        hot,
+        holders,
+        empties,
+        txs: Vec::with_capacity(len),
+        next_recipient: seed << 20,
+    };
+    while g.txs.len() < len {
+        g.one(pair_rate);
+    }
+    // Sometimes a block gas limit that runs out part way through.
+    let gas_limit = if g.rng.chance(15) { 21_000 * len as u64 } else { GAS_LIMIT };
+    Scenario { state, block: block(1 + seed % 7, gas_limit, g.txs) }
+}

@@ -1,0 +1,205 @@
+//! The parallel (OCC) executor against the sequential oracle.
+//!
+//! `random_blocks_match_sequential` runs `OCC_SEEDS` seeds (default 150;
+//! set e.g. `OCC_SEEDS=5000` for a long run, `OCC_SEED=n` to replay one).
+#![allow(missing_docs)]
+
+mod common;
+
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
+use common::{gen, *};
+use sluice_executor::{testing::MemState, BlockOutcome, ExecMode, OccExecutor, SequentialReason};
+use sluice_messages::PreparedBlock;
+
+fn occ(workers: usize, max_incarnations: u32) -> OccExecutor {
+    OccExecutor::new(cfg(), workers, 0, max_incarnations)
+}
+
+/// Panics with the seed and the first difference unless `got` equals
+/// `expected` in everything but the stats.
+fn check_same(label: &str, state: &MemState, expected: &BlockOutcome, got: &BlockOutcome) {
+    let first = |a: usize, b: usize, eq: &dyn Fn(usize) -> bool| (0..a.max(b)).find(|i| !eq(*i));
+    if let Some(i) = first(expected.receipts.len(), got.receipts.len(), &|i| {
+        expected.receipts.get(i) == got.receipts.get(i)
+    }) {
+        panic!(
+            "{label}: receipt {i} differs\n expected {:?}\n      got {:?}",
+            expected.receipts.get(i),
+            got.receipts.get(i)
+        );
+    }
+    assert_eq!(expected.skipped, got.skipped, "{label}: skipped transactions differ");
+    assert_eq!(expected.gas_used, got.gas_used, "{label}: gas used differs");
+    let (e, g) = (&expected.changes.accounts, &got.changes.accounts);
+    if let Some(i) = first(e.len(), g.len(), &|i| e.get(i) == g.get(i)) {
+        panic!("{label}: change {i} differs\n expected {:?}\n      got {:?}", e.get(i), g.get(i));
+    }
+    assert!(after(state, expected) == after(state, got), "{label}: end states differ");
+}
+
+fn check_block(label: &str, state: &MemState, block: &PreparedBlock, max_incarnations: u32) {
+    let expected = run(state, block);
+    for workers in [1, 2, 3, 8] {
+        let got = occ(workers, max_incarnations).execute_block(state, block).expect("block executes");
+        check_same(&format!("{label}, {workers} workers"), state, &expected, &got);
+    }
+}
+
+#[test]
+fn random_blocks_match_sequential() {
+    let seeds: Vec<u64> = match std::env::var("OCC_SEED") {
+        Ok(seed) => vec![seed.parse().expect("OCC_SEED is a number")],
+        Err(_) => {
+            let n = std::env::var("OCC_SEEDS").map_or(150, |n| n.parse().expect("OCC_SEEDS is a number"));
+            (0..n).collect()
+        }
+    };
+    for seed in seeds {
+        let len = 16 + (seed * 37 % 150) as usize;
+        let s = gen::scenario(seed, len);
+        let max_incarnations = if seed % 7 == 3 { 1 } else { 10 };
+        check_block(&format!("seed {seed} (replay: OCC_SEED={seed})"), &s.state, &s.block, max_incarnations);
+    }
+}
+
+fn distinct_transfers(n: u64) -> (MemState, PreparedBlock) {
+    let mut state = MemState::new();
+    let mut txs = Vec::new();
+    for i in 0..n {
+        let s = signer_n(i);
+        state.set_account(s.address(), U256::from(ETH), 0);
+        txs.push(transfer(&s, 0, Address::with_last_byte(0x80).create(i), 1 + u128::from(i)));
+    }
+    (state, block(1, GAS_LIMIT, txs))
+}
+
+fn signer_n(i: u64) -> sluice_txpool::Signer {
+    let mut key = [0u8; 32];
+    key[0] = 0x77;
+    key[24..].copy_from_slice(&i.to_be_bytes());
+    sluice_txpool::Signer::from_bytes(&B256::from(key)).expect("key")
+}
+
+#[test]
+fn independent_transfers_run_in_parallel_without_the_interpreter() {
+    let (state, b) = distinct_transfers(200);
+    let expected = run(&state, &b);
+    for workers in [1, 2, 4] {
+        let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
+        check_same("distinct transfers", &state, &expected, &got);
+        assert_eq!(got.stats.mode, ExecMode::Parallel);
+        assert_eq!(got.stats.fast_transfers, 200);
+        assert_eq!(got.stats.workers, workers as u32);
+        if workers == 1 {
+            assert_eq!((got.stats.conflicts, got.stats.reruns), (0, 0));
+        }
+    }
+}
+
+#[test]
+fn a_fully_contended_block_falls_back_to_in_order_execution() {
+    let mut state = MemState::new();
+    let counter = Address::repeat_byte(0xc0);
+    state.set_code(counter, counter_runtime());
+    let mut txs = Vec::new();
+    for i in 0..150 {
+        let s = signer_n(i);
+        state.set_account(s.address(), U256::from(ETH), 0);
+        txs.push(eip1559(&s, 0, TxKind::Call(counter), 0, Bytes::new(), 60_000));
+    }
+    let b = block(1, GAS_LIMIT, txs);
+    let expected = run(&state, &b);
+    assert_eq!(after(&state, &expected).get_storage(&counter, &U256::ZERO), U256::from(150));
+    let got = occ(2, 10).execute_block(&state, &b).expect("executes");
+    check_same("contended", &state, &expected, &got);
+    if got.stats.conflicts > 30 {
+        // Two workers really did run concurrently.
+        assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Contention });
+        assert!(got.stats.sequential_from.is_some());
+    }
+    // One incarnation allowed: the first conflict stops speculation.
+    let got = occ(2, 1).execute_block(&state, &b).expect("executes");
+    check_same("contended, max 1", &state, &expected, &got);
+    if got.stats.conflicts > 0 {
+        assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::MaxIncarnations });
+    }
+}
+
+#[test]
+fn small_blocks_and_unsupported_coinbase_changes_run_sequentially() {
+    let (state, b) = distinct_transfers(10);
+    let exec = OccExecutor::new(cfg(), 2, 64, 10);
+    let got = exec.execute_block(&state, &b).expect("executes");
+    assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::SmallBlock });
+    check_same("small", &state, &run(&state, &b), &got);
+
+    // An existing, empty coinbase touched with a zero fee is deleted: not
+    // modelled by the parallel engine.
+    let mut state = funded_state();
+    state.set_account(coinbase(), U256::ZERO, 0);
+    let tx = alloy_consensus::TxEip1559 {
+        chain_id: CHAIN_ID,
+        nonce: 0,
+        gas_limit: 21_000,
+        max_fee_per_gas: BASE_FEE.into(),
+        max_priority_fee_per_gas: 0,
+        to: TxKind::Call(Address::repeat_byte(0x42)),
+        value: U256::from(1),
+        access_list: Default::default(),
+        input: Default::default(),
+    };
+    let tx = sluice_messages::PreparedTx::Ready(recovered(
+        &signer(1),
+        alloy_consensus::TypedTransaction::Eip1559(tx),
+    ));
+    let b = block(1, GAS_LIMIT, vec![tx]);
+    let got = occ(2, 10).execute_block(&state, &b).expect("executes");
+    assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Unsupported });
+    check_same("coinbase deleted", &state, &run(&state, &b), &got);
+}
+
+#[test]
+fn explicit_coinbase_reads_see_every_earlier_fee() {
+    let mut state = funded_state();
+    let reader = Address::repeat_byte(0xcc);
+    state.set_code(reader, Bytes::from_static(&[0x41, 0x31, 0x60, 0x00, 0x55, 0x00]));
+    let mut txs = Vec::new();
+    let mut nonces = [0u64; 5];
+    for i in 0..80u64 {
+        let s = 1 + (i % 4) as u8;
+        let n = &mut nonces[s as usize];
+        let tx = match i % 5 {
+            0 => eip1559(&signer(s), *n, TxKind::Call(reader), 0, Bytes::new(), 60_000),
+            1 => transfer(&signer(s), *n, coinbase(), 1_000),
+            _ => transfer(&signer(s), *n, Address::repeat_byte(0x10 + i as u8), 5),
+        };
+        *n += 1;
+        txs.push(tx);
+    }
+    let b = block(1, GAS_LIMIT, txs);
+    let expected = run(&state, &b);
+    let seen = after(&state, &expected).get_storage(&reader, &U256::ZERO);
+    assert!(seen > U256::ZERO);
+    check_block("coinbase reads", &state, &b, 10);
+}
+
+#[test]
+fn the_token_moves_balances_and_logs() {
+    let mut state = funded_state();
+    let token = Address::repeat_byte(0xe2);
+    state.set_code(token, erc20::runtime());
+    let (alice, bob) = (signer(1), signer(2));
+    state.set_storage(token, erc20::balance_slot(alice.address()), U256::from(100));
+    let txs = vec![
+        eip1559(&alice, 0, TxKind::Call(token), 0, erc20::transfer_call(bob.address(), 30), 80_000),
+        eip1559(&bob, 0, TxKind::Call(token), 0, erc20::transfer_call(alice.address(), 31), 80_000),
+    ];
+    let out = run(&state, &block(1, GAS_LIMIT, txs));
+    assert!(out.receipts[0].success && !out.receipts[1].success);
+    let log = &out.receipts[0].logs[0];
+    assert_eq!(log.topics[0], erc20::transfer_topic());
+    assert_eq!(log.data, word(30));
+    let end = after(&state, &out);
+    assert_eq!(end.get_storage(&token, &erc20::balance_slot(alice.address())), U256::from(70));
+    assert_eq!(end.get_storage(&token, &erc20::balance_slot(bob.address())), U256::from(30));
+}

@@ -1,0 +1,166 @@
+//! Hand-assembled contracts for the contract workloads, with a two-pass
+//! assembler for jump labels (no solc on these machines, and the code is
+//! small enough to read).
+//!
+//! - Counter: every call does `slot0 += 1` (the fully contended workload).
+//! - Token: an ERC-20-like token. Balances live at slot = holder address
+//!   (not a keccak mapping: cheaper to read, same access pattern).
+//!   `transfer(address,uint256)` reverts on insufficient balance, moves the
+//!   amount and logs `Transfer`; `mint(address,uint256)` is open to anyone
+//!   (a test token: each sender mints its own balance during setup);
+//!   `balanceOf(address)`.
+
+use alloy_primitives::{hex, Address, Bytes, U256};
+
+/// `transfer(address,uint256)`.
+pub const TRANSFER_SELECTOR: [u8; 4] = [0xa9, 0x05, 0x9c, 0xbb];
+/// `mint(address,uint256)`.
+pub const MINT_SELECTOR: [u8; 4] = [0x40, 0xc1, 0x0f, 0x19];
+/// `balanceOf(address)`.
+pub const BALANCE_OF_SELECTOR: [u8; 4] = [0x70, 0xa0, 0x82, 0x31];
+/// keccak("Transfer(address,address,uint256)").
+const TRANSFER_TOPIC: &str = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+
+enum Item {
+    /// Raw bytes.
+    Code(Vec<u8>),
+    /// A jump destination (emits JUMPDEST).
+    Label(&'static str),
+    /// PUSH1 of a label's offset (every contract here is under 256 bytes).
+    Push(&'static str),
+}
+
+use Item::{Code, Label, Push};
+
+fn assemble(items: &[Item]) -> Vec<u8> {
+    let mut labels = std::collections::HashMap::new();
+    let mut pc = 0usize;
+    for it in items {
+        match it {
+            Code(b) => pc += b.len(),
+            Label(l) => {
+                labels.insert(*l, pc);
+                pc += 1;
+            }
+            Push(_) => pc += 2,
+        }
+    }
+    let mut out = Vec::with_capacity(pc);
+    for it in items {
+        match it {
+            Code(b) => out.extend_from_slice(b),
+            Label(_) => out.push(0x5b),
+            Push(l) => {
+                // A missing label or one past 255 is a bug in this file; a
+                // jump to 0 (not a JUMPDEST) would make it fail loudly.
+                let at = labels.get(l).copied().unwrap_or(0);
+                debug_assert!(at < 256 && labels.contains_key(l), "label {l}");
+                out.extend_from_slice(&[0x60, at as u8]);
+            }
+        }
+    }
+    out
+}
+
+/// Initcode that deploys `runtime` unchanged: CODECOPY it to memory 0 and
+/// RETURN it.
+pub fn initcode(runtime: &[u8]) -> Bytes {
+    let len = runtime.len();
+    debug_assert!(len < 256);
+    // PUSH1 len PUSH1 10 PUSH0 CODECOPY PUSH1 len PUSH0 RETURN (10 bytes).
+    let mut code = vec![0x60, len as u8, 0x60, 10, 0x5f, 0x39, 0x60, len as u8, 0x5f, 0xf3];
+    code.extend_from_slice(runtime);
+    Bytes::from(code)
+}
+
+/// The counter's runtime: `sstore(0, sload(0) + 1)`, whatever the input.
+pub fn counter_runtime() -> Vec<u8> {
+    // PUSH0 SLOAD PUSH1 1 ADD PUSH0 SSTORE STOP
+    vec![0x5f, 0x54, 0x60, 0x01, 0x01, 0x5f, 0x55, 0x00]
+}
+
+/// The token's runtime.
+pub fn token_runtime() -> Vec<u8> {
+    let topic = hex::decode(TRANSFER_TOPIC).unwrap_or_default();
+    let mut push32_topic = vec![0x7f];
+    push32_topic.extend_from_slice(&topic);
+    let sel = |s: [u8; 4]| vec![0x80, 0x63, s[0], s[1], s[2], s[3], 0x14];
+    // Stack comments: top on the right.
+    let return_true = vec![0x60, 0x01, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3];
+    assemble(&[
+        Code(vec![0x5f, 0x35, 0x60, 0xe0, 0x1c]), // selector
+        Code(sel(TRANSFER_SELECTOR)),
+        Push("transfer"),
+        Code(vec![0x57]),
+        Code(sel(MINT_SELECTOR)),
+        Push("mint"),
+        Code(vec![0x57]),
+        Code(sel(BALANCE_OF_SELECTOR)),
+        Push("balance_of"),
+        Code(vec![0x57]),
+        Code(vec![0x5f, 0x80, 0xfd]), // unknown selector: revert(0, 0)
+        Label("transfer"),
+        Code(vec![0x60, 0x24, 0x35]), // amt
+        Code(vec![0x33, 0x54]),       // amt bal
+        Code(vec![0x81, 0x81, 0x10]), // amt bal (bal < amt)
+        Push("revert"),
+        Code(vec![0x57]),
+        Code(vec![0x81, 0x90, 0x03]),       // amt (bal - amt)
+        Code(vec![0x33, 0x55]),             // amt            sstore(caller, bal - amt)
+        Code(vec![0x60, 0x04, 0x35]),       // amt to
+        Code(vec![0x80, 0x54, 0x82, 0x01]), // amt to (bal_to + amt)
+        Code(vec![0x90, 0x55]),             // amt            sstore(to, bal_to + amt)
+        Code(vec![0x5f, 0x52]),             //                mstore(0, amt)
+        Code(vec![0x60, 0x04, 0x35, 0x33]), // to caller
+        Code(push32_topic),                 // to caller topic
+        Code(vec![0x60, 0x20, 0x5f, 0xa3]), // log3(0, 32, topic, caller, to)
+        Code(return_true.clone()),
+        Label("mint"),
+        Code(vec![0x60, 0x24, 0x35, 0x60, 0x04, 0x35]), // amt to
+        Code(vec![0x80, 0x54, 0x82, 0x01, 0x90, 0x55]), // amt          sstore(to, bal_to + amt)
+        Code(vec![0x50]),
+        Code(return_true),
+        Label("balance_of"),
+        Code(vec![0x60, 0x04, 0x35, 0x54, 0x5f, 0x52, 0x60, 0x20, 0x5f, 0xf3]),
+        Label("revert"),
+        Code(vec![0x5f, 0x80, 0xfd]),
+    ])
+}
+
+/// Calldata for `selector(address, uint256)`.
+pub fn call_address_amount(selector: [u8; 4], to: Address, amount: U256) -> Bytes {
+    let mut data = Vec::with_capacity(68);
+    data.extend_from_slice(&selector);
+    data.extend_from_slice(&[0u8; 12]);
+    data.extend_from_slice(to.as_slice());
+    data.extend_from_slice(&amount.to_be_bytes::<32>());
+    Bytes::from(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_land_on_jumpdests() {
+        let code = token_runtime();
+        // Every PUSH1 that precedes a JUMPI points at a JUMPDEST.
+        for w in code.windows(3) {
+            if w[0] == 0x60 && w[2] == 0x57 {
+                assert_eq!(code[w[1] as usize], 0x5b, "jump target {} is not a JUMPDEST", w[1]);
+            }
+        }
+        assert!(code.len() < 256);
+        let init = initcode(&code);
+        assert_eq!(&init[10..], &code[..]);
+    }
+
+    #[test]
+    fn calldata_is_abi_encoded() {
+        let d = call_address_amount(TRANSFER_SELECTOR, Address::repeat_byte(0xaa), U256::from(5));
+        assert_eq!(d.len(), 68);
+        assert_eq!(&d[..4], &TRANSFER_SELECTOR);
+        assert_eq!(d[16], 0xaa);
+        assert_eq!(d[67], 5);
+    }
+}

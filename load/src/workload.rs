@@ -1,0 +1,228 @@
+//! What each transaction does, and pre-signing them on all cores before
+//! the clock starts.
+
+use alloy_consensus::{TxEip1559, TypedTransaction};
+use alloy_primitives::{hex, Address, Bytes, TxKind, B256, U256};
+use sluice_txpool::{keccak, Signer};
+
+use crate::{contracts, keys};
+
+/// The kind of transaction a run sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Workload {
+    /// 1 wei to a fresh recipient per transaction (no two touch the same
+    /// recipient).
+    Transfer,
+    /// Like `Transfer`, but with probability `rate` the recipient is the
+    /// sender's pair partner (senders 2k and 2k+1), itself a busy sender:
+    /// read-write conflicts between transactions of one block.
+    Conflict {
+        /// 0 to 1.
+        rate: f64,
+    },
+    /// ERC-20-like `transfer(fresh recipient, 1)` on a token deployed at
+    /// setup, from senders that minted at setup.
+    Erc20 {
+        /// The token.
+        token: Address,
+    },
+    /// `increment()` on one counter: every transaction writes one slot.
+    Counter {
+        /// The counter.
+        counter: Address,
+    },
+}
+
+/// Gas and fee settings shared by every transaction of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Fees {
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// `max_fee_per_gas`.
+    pub max_fee_wei: u128,
+    /// `max_priority_fee_per_gas`.
+    pub tip_wei: u128,
+}
+
+/// Gas limit of a contract call (a token transfer into a fresh slot uses
+/// ~52k; generous so a cold slot never runs out).
+const CALL_GAS: u64 = 100_000;
+
+impl Workload {
+    /// The unsigned transaction number `index` of the run, from `sender`
+    /// (index `sender_idx` among `senders`) at `nonce`.
+    pub fn build(
+        &self,
+        fees: &Fees,
+        seed: u64,
+        index: u64,
+        nonce: u64,
+        sender_idx: usize,
+        senders: &[Address],
+    ) -> TypedTransaction {
+        let (to, gas, input, value) = match *self {
+            Workload::Transfer => (keys::recipient(seed, index), 21_000, Bytes::new(), U256::from(1)),
+            Workload::Conflict { rate } => {
+                let partner = senders.get(sender_idx ^ 1).copied();
+                let to = match partner {
+                    Some(p) if unit_draw(seed, index) < rate => p,
+                    _ => keys::recipient(seed, index),
+                };
+                (to, 21_000, Bytes::new(), U256::from(1))
+            }
+            Workload::Erc20 { token } => {
+                let data = contracts::call_address_amount(
+                    contracts::TRANSFER_SELECTOR,
+                    keys::recipient(seed, index),
+                    U256::from(1),
+                );
+                (token, CALL_GAS, data, U256::ZERO)
+            }
+            Workload::Counter { counter } => (counter, CALL_GAS, Bytes::new(), U256::ZERO),
+        };
+        TypedTransaction::Eip1559(TxEip1559 {
+            chain_id: fees.chain_id,
+            nonce,
+            gas_limit: gas,
+            max_fee_per_gas: fees.max_fee_wei,
+            max_priority_fee_per_gas: fees.tip_wei,
+            to: TxKind::Call(to),
+            value,
+            access_list: Default::default(),
+            input,
+        })
+    }
+}
+
+/// A deterministic draw in [0, 1) for transaction `index`.
+pub fn unit_draw(seed: u64, index: u64) -> f64 {
+    let mut buf = [0u8; 16];
+    buf[..8].copy_from_slice(&seed.to_be_bytes());
+    buf[8..].copy_from_slice(&index.to_be_bytes());
+    let h = keccak(&buf);
+    let mut top = [0u8; 8];
+    top.copy_from_slice(&h[..8]);
+    (u64::from_be_bytes(top) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A signed transaction ready to send.
+#[derive(Debug, Clone)]
+pub struct PreTx {
+    /// Its nonce.
+    pub nonce: u64,
+    /// `0x` + hex of the raw EIP-2718 bytes: the JSON string sent.
+    pub hex: Box<str>,
+    /// keccak of the raw bytes: what the node must answer, and what block
+    /// scanning looks for.
+    pub hash: B256,
+}
+
+/// One sender's pre-signed transactions, in nonce order.
+#[derive(Debug)]
+pub struct SenderTxs {
+    /// Index into the run's signers.
+    pub sender: usize,
+    /// Consecutive nonces from the sender's pending nonce.
+    pub txs: Vec<PreTx>,
+}
+
+/// How many of `total` transactions sender `i` of `senders` gets: an even
+/// split, the first `total % senders` getting one more.
+pub fn share(total: u64, senders: usize, i: usize) -> u64 {
+    let n = senders.max(1) as u64;
+    total / n + u64::from((i as u64) < total % n)
+}
+
+/// Signs `total` transactions spread over `signers` (starting at each one's
+/// `nonces[i]`), on all cores. Transaction numbers interleave senders
+/// (number k belongs to sender k % n), so recipients differ per number.
+pub fn presign(
+    workload: &Workload,
+    fees: &Fees,
+    seed: u64,
+    signers: &[Signer],
+    nonces: &[u64],
+    total: u64,
+) -> Vec<SenderTxs> {
+    let addresses: Vec<Address> = signers.iter().map(Signer::address).collect();
+    let n = signers.len();
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).max(1);
+    let chunk = n.div_ceil(threads).max(1);
+    let indices: Vec<usize> = (0..n).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = indices
+            .chunks(chunk)
+            .map(|part| {
+                let addresses = &addresses;
+                s.spawn(move || {
+                    part.iter()
+                        .map(|&i| {
+                            let count = share(total, n, i);
+                            let txs = (0..count)
+                                .map(|j| {
+                                    let nonce = nonces[i] + j;
+                                    let index = j * n as u64 + i as u64;
+                                    let tx = workload.build(fees, seed, index, nonce, i, addresses);
+                                    sign(&signers[i], tx, nonce)
+                                })
+                                .collect();
+                            SenderTxs { sender: i, txs }
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
+}
+
+/// Signs one transaction.
+pub fn sign(signer: &Signer, tx: TypedTransaction, nonce: u64) -> PreTx {
+    let raw = signer.sign_raw(tx);
+    PreTx { nonce, hash: keccak(&raw), hex: format!("0x{}", hex::encode(&raw)).into_boxed_str() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up() {
+        let total: u64 = (0..7).map(|i| share(100, 7, i)).sum();
+        assert_eq!(total, 100);
+        assert_eq!(share(100, 7, 0), 15);
+        assert_eq!(share(100, 7, 6), 14);
+        assert_eq!(share(3, 10, 5), 0);
+    }
+
+    #[test]
+    fn conflict_rate_sends_to_the_partner() {
+        let signers = keys::seeded_keys(1, 4);
+        let addrs: Vec<Address> = signers.iter().map(Signer::address).collect();
+        let fees = Fees { chain_id: 31337, max_fee_wei: 2, tip_wei: 1 };
+        let to = |w: Workload, i: u64| match w.build(&fees, 9, i, 0, 0, &addrs) {
+            TypedTransaction::Eip1559(tx) => tx.to.to().copied(),
+            _ => None,
+        };
+        let always = Workload::Conflict { rate: 1.0 };
+        let never = Workload::Conflict { rate: 0.0 };
+        assert_eq!(to(always, 3), Some(addrs[1]));
+        assert_ne!(to(never, 3), Some(addrs[1]));
+        let hits = (0..1000).filter(|i| unit_draw(9, *i) < 0.3).count();
+        assert!((200..400).contains(&hits), "{hits} of 1000 draws under 0.3");
+    }
+
+    #[test]
+    fn presigned_nonces_are_consecutive_per_sender() {
+        let signers = keys::seeded_keys(2, 3);
+        let fees = Fees { chain_id: 31337, max_fee_wei: 2_000_000_000, tip_wei: 1 };
+        let out = presign(&Workload::Transfer, &fees, 2, &signers, &[5, 0, 9], 7);
+        assert_eq!(out.iter().map(|s| s.txs.len()).sum::<usize>(), 7);
+        let s0 = out.iter().find(|s| s.sender == 0).unwrap();
+        assert_eq!(s0.txs.iter().map(|t| t.nonce).collect::<Vec<_>>(), vec![5, 6, 7]);
+        let raw = hex::decode(&s0.txs[0].hex[2..]).unwrap();
+        let rec = sluice_txpool::recover_raw(raw.into()).unwrap();
+        assert_eq!(rec.sender, signers[0].address());
+        assert_eq!(rec.hash, s0.txs[0].hash);
+    }
+}

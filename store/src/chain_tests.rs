@@ -1,0 +1,174 @@
+//! Store tests on a real database in a temporary directory.
+
+use std::sync::Arc;
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use sluice_messages::{AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, SealedBlock};
+
+use super::*;
+use crate::{Genesis, GenesisAccount, SyncPolicy};
+
+fn genesis(chain_id: u64) -> Genesis {
+    let mut alloc = std::collections::BTreeMap::new();
+    alloc.insert(
+        Address::repeat_byte(1),
+        GenesisAccount { balance: U256::from(1_000_000u64), ..Default::default() },
+    );
+    Genesis { chain_id, timestamp: 0, gas_limit: 30_000_000, base_fee: 7, coinbase: Address::ZERO, alloc }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-store-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
+    DurableOptions { dir: dir.to_path_buf(), spec: "prague".into(), sync, cache_blocks: 2, fail_commit_at: 0 }
+}
+
+/// Block `n` moving `n` wei from account 1 to account 2 and writing a slot
+/// and code at account 3.
+fn block(parent: &StoredBlock, n: u64) -> ExecutedBlock {
+    let header = BlockHeader {
+        number: n,
+        parent_hash: parent.block.hash,
+        timestamp: n,
+        coinbase: Address::ZERO,
+        gas_limit: 30_000_000,
+        base_fee: 7,
+        tx_root: B256::repeat_byte(n as u8),
+    };
+    let code = Bytes::from(vec![0x60, n as u8]);
+    let changes = ChangeSet {
+        accounts: vec![
+            AccountChange {
+                address: Address::repeat_byte(1),
+                deleted: false,
+                balance: U256::from(1_000_000 - n * (n + 1) / 2),
+                nonce: n,
+                code: None,
+                storage_cleared: false,
+                storage: vec![],
+            },
+            AccountChange {
+                address: Address::repeat_byte(2),
+                deleted: false,
+                balance: U256::from(n * (n + 1) / 2),
+                nonce: 0,
+                code: None,
+                storage_cleared: false,
+                storage: vec![],
+            },
+            AccountChange {
+                address: Address::repeat_byte(3),
+                deleted: false,
+                balance: U256::ZERO,
+                nonce: 1,
+                code: Some(CodeChange { hash: sluice_messages::keccak256(&code), code }),
+                storage_cleared: true,
+                storage: vec![(U256::from(n), U256::from(n * 10))],
+            },
+        ],
+    };
+    ExecutedBlock {
+        block: Arc::new(SealedBlock { hash: header.hash(), header, txs: vec![] }),
+        receipts: vec![],
+        raw_index: vec![],
+        skipped: vec![],
+        gas_used: 21_000 * n,
+        changes: Arc::new(changes),
+        app_hash: B256::ZERO,
+    }
+}
+
+fn build(store: &Store, blocks: u64) -> Vec<B256> {
+    (1..=blocks)
+        .map(|n| {
+            let b = block(&store.head_block(), n);
+            store.commit(&b).unwrap().app_hash
+        })
+        .collect()
+}
+
+#[test]
+fn two_stores_fed_the_same_blocks_agree_on_every_app_hash() {
+    let (a, b) = (Store::new(&genesis(1)), Store::new(&genesis(1)));
+    assert_eq!(a.head_block().app_hash, b.head_block().app_hash);
+    assert_eq!(build(&a, 5), build(&b, 5));
+    let dir = temp_dir("agree");
+    let durable = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert_eq!(durable.head_block().app_hash, Store::new(&genesis(1)).head_block().app_hash);
+    assert_eq!(build(&durable, 5), build(&Store::new(&genesis(1)), 5));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn reopening_resumes_state_blocks_and_hashes_beyond_the_cache() {
+    let dir = temp_dir("reopen");
+    let hashes = {
+        let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+        build(&store, 6)
+    };
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert_eq!(store.head(), 6);
+    assert_eq!(store.head_block().app_hash, hashes[5]);
+    // Older than the two cached blocks: read from disk.
+    assert_eq!(store.block(2).unwrap().app_hash, hashes[1]);
+    assert_eq!(store.block_by_hash(&store.block(1).unwrap().block.hash).unwrap().block.header.number, 1);
+    assert_eq!(store.account(&Address::repeat_byte(2)).unwrap().unwrap().balance, U256::from(21));
+    // Storage was cleared at every block, so only the last slot remains.
+    let three = Address::repeat_byte(3);
+    assert_eq!(store.storage(&three, &U256::from(6)).unwrap(), U256::from(60));
+    assert_eq!(store.storage(&three, &U256::from(5)).unwrap(), U256::ZERO);
+    assert_eq!(store.code(&store.account(&three).unwrap().unwrap().code_hash).unwrap().as_ref(), &[0x60, 6]);
+    // It continues the chain.
+    let next = block(&store.head_block(), 7);
+    assert!(store.commit(&next).is_ok());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn another_chain_and_out_of_order_blocks_are_refused() {
+    let dir = temp_dir("other");
+    drop(Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap());
+    let err = Store::open(&genesis(2), &opts(&dir, SyncPolicy::EveryBlock)).err().unwrap();
+    assert!(err.to_string().contains("belongs to chain id 1"), "{err}");
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    let skip = block(&store.head_block(), 2);
+    assert!(matches!(store.commit(&skip), Err(StoreError::OutOfOrder { expected: 1, got: 2 })));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_failed_commit_is_latched() {
+    let dir = temp_dir("latch");
+    let mut o = opts(&dir, SyncPolicy::EveryBlock);
+    o.fail_commit_at = 2;
+    let store = Store::open(&genesis(1), &o).unwrap();
+    build(&store, 1);
+    let b2 = block(&store.head_block(), 2);
+    assert!(matches!(store.commit(&b2), Err(StoreError::Io(_))));
+    assert!(store.halted().is_some());
+    assert!(matches!(store.commit(&b2), Err(StoreError::Halted(_))), "every later commit fails");
+    assert_eq!(store.head(), 1, "reads stay at the last good height");
+    drop(store);
+    // Nothing half-written: the data dir reopens at height 1.
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert_eq!(store.head(), 1);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn grouped_sync_reports_which_commits_reached_the_disk() {
+    let dir = temp_dir("grouped");
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryNBlocks(3))).unwrap();
+    let synced: Vec<bool> = (1..=6)
+        .map(|n| {
+            let b = block(&store.head_block(), n);
+            store.commit(&b).unwrap().synced
+        })
+        .collect();
+    assert_eq!(synced, vec![false, false, true, false, false, true]);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,402 @@
+//! The on-disk store: one redb database under the data dir.
+//!
+//! redb was chosen because it is pure Rust (nothing to install), ACID with
+//! copy-on-write B-trees and checksums (a torn write is never half-visible,
+//! corruption is detected when the file is opened), and lets each commit
+//! choose whether it is synced: exactly the durability policy sluice needs.
+//!
+//! Per block it stores the block (header + raw transactions), its results
+//! (receipts, positions, gas used, app hash), its change set, and the app
+//! hash in the hash vault; it also keeps current state (accounts, storage,
+//! code) so a restart loads state instead of replaying from genesis. One
+//! write transaction per block: a block is either wholly on disk or not.
+
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use prost::Message;
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use sluice_messages::{
+    wire::{self, BlockProto, BlockResultsProto, ChangeSetProto, ReceiptProto},
+    ChangeSet, Receipt, SealedBlock,
+};
+
+use crate::{chain::StoredBlock, state::MemState, Account, StoreError};
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
+const RESULTS: TableDefinition<u64, &[u8]> = TableDefinition::new("results");
+const CHANGES: TableDefinition<u64, &[u8]> = TableDefinition::new("changes");
+/// The hash vault: every height's app hash.
+const VAULT: TableDefinition<u64, &[u8]> = TableDefinition::new("app_hashes");
+const BLOCK_BY_HASH: TableDefinition<&[u8], u64> = TableDefinition::new("block_by_hash");
+const TX_INDEX: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tx_index");
+const ACCOUNTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("accounts");
+const STORAGE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("storage");
+const CODES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("codes");
+
+/// File name of the database inside the data dir.
+pub const DB_FILE: &str = "chain.redb";
+/// Layout version; a different one is refused.
+const SCHEMA_VERSION: u64 = 1;
+
+/// When commits reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Every block is synced before it is reported committed.
+    EveryBlock,
+    /// Only every Nth block is synced; after a crash up to N-1 blocks that
+    /// were reported committed may be lost.
+    EveryNBlocks(u32),
+}
+
+/// Identity of the chain a data dir belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainIdentity {
+    /// Chain id.
+    pub chain_id: u64,
+    /// `Genesis::fingerprint`.
+    pub genesis: B256,
+    /// EVM rules name (`prague`, `cancun`), for replay.
+    pub spec: String,
+}
+
+fn io(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn encode_account(a: &Account) -> [u8; 72] {
+    let mut out = [0u8; 72];
+    out[..32].copy_from_slice(&a.balance.to_be_bytes::<32>());
+    out[32..40].copy_from_slice(&a.nonce.to_be_bytes());
+    out[40..].copy_from_slice(a.code_hash.as_slice());
+    out
+}
+
+fn decode_account(v: &[u8]) -> Result<Account, StoreError> {
+    if v.len() != 72 {
+        return Err(corrupt(format!("account record of {} bytes", v.len())));
+    }
+    let mut nonce = [0u8; 8];
+    nonce.copy_from_slice(&v[32..40]);
+    Ok(Account {
+        balance: U256::from_be_slice(&v[..32]),
+        nonce: u64::from_be_bytes(nonce),
+        code_hash: B256::from_slice(&v[40..]),
+    })
+}
+
+fn slot_key(address: &Address, slot: &U256) -> [u8; 52] {
+    let mut k = [0u8; 52];
+    k[..20].copy_from_slice(address.as_slice());
+    k[20..].copy_from_slice(&slot.to_be_bytes::<32>());
+    k
+}
+
+/// The open database.
+pub struct Db {
+    db: Database,
+    path: PathBuf,
+    policy: SyncPolicy,
+    unsynced: u32,
+}
+
+/// What a data dir held at start.
+pub struct Loaded {
+    /// Current state.
+    pub state: MemState,
+    /// Last committed height.
+    pub head: u64,
+}
+
+impl Db {
+    /// Opens (or creates) the database in `dir`. A data dir of another chain
+    /// or genesis, or of another layout, is refused with a message naming
+    /// both. Returns `None` as the loaded chain for a new database.
+    pub fn open(
+        dir: &Path,
+        id: &ChainIdentity,
+        policy: SyncPolicy,
+    ) -> Result<(Db, Option<Loaded>), StoreError> {
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let path = dir.join(DB_FILE);
+        let db =
+            Database::create(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
+        let me = Db { db, path, policy, unsynced: 0 };
+        let stored = me.identity()?;
+        match stored {
+            None => {
+                me.write_identity(id)?;
+                Ok((me, None))
+            }
+            Some(stored) if stored != *id => Err(corrupt(format!(
+                "data dir {} belongs to chain id {} (genesis {}, {}), but this node is configured for chain id {} \
+                 (genesis {}, {}); use another --data-dir",
+                me.path.display(),
+                stored.chain_id,
+                stored.genesis,
+                stored.spec,
+                id.chain_id,
+                id.genesis,
+                id.spec
+            ))),
+            Some(_) => {
+                let loaded = me.load()?;
+                Ok((me, Some(loaded)))
+            }
+        }
+    }
+
+    /// Opens an existing database without writing to it (replay).
+    pub fn open_existing(dir: &Path) -> Result<(Db, ChainIdentity, u64), StoreError> {
+        let path = dir.join(DB_FILE);
+        if !path.exists() {
+            return Err(StoreError::Corrupt(format!("no sluice database at {}", path.display())));
+        }
+        let db =
+            Database::open(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
+        let me = Db { db, path, policy: SyncPolicy::EveryBlock, unsynced: 0 };
+        let id = me.identity()?.ok_or_else(|| corrupt("database has no chain identity"))?;
+        let head = me.head()?.ok_or_else(|| corrupt("database has no head"))?;
+        Ok((me, id, head))
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let r = self.db.begin_read().map_err(io)?;
+        let t = match r.open_table(META) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        Ok(t.get(key).map_err(io)?.map(|v| v.value().to_vec()))
+    }
+
+    fn meta_u64(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        match self.meta(key)? {
+            None => Ok(None),
+            Some(v) => {
+                let bytes: [u8; 8] = v.as_slice().try_into().map_err(|_| corrupt(format!("meta {key}")))?;
+                Ok(Some(u64::from_be_bytes(bytes)))
+            }
+        }
+    }
+
+    fn identity(&self) -> Result<Option<ChainIdentity>, StoreError> {
+        let Some(chain_id) = self.meta_u64("chain_id")? else { return Ok(None) };
+        let version = self.meta_u64("schema_version")?.unwrap_or(0);
+        if version != SCHEMA_VERSION {
+            return Err(corrupt(format!(
+                "database layout version {version}, this build reads {SCHEMA_VERSION}"
+            )));
+        }
+        let genesis = self.meta("genesis")?.ok_or_else(|| corrupt("meta genesis missing"))?;
+        let spec = self.meta("spec")?.ok_or_else(|| corrupt("meta spec missing"))?;
+        Ok(Some(ChainIdentity {
+            chain_id,
+            genesis: B256::try_from(genesis.as_slice()).map_err(|_| corrupt("meta genesis"))?,
+            spec: String::from_utf8(spec).map_err(|_| corrupt("meta spec"))?,
+        }))
+    }
+
+    fn write_identity(&self, id: &ChainIdentity) -> Result<(), StoreError> {
+        let w = self.db.begin_write().map_err(io)?;
+        {
+            let mut m = w.open_table(META).map_err(io)?;
+            m.insert("schema_version", SCHEMA_VERSION.to_be_bytes().as_slice()).map_err(io)?;
+            m.insert("chain_id", id.chain_id.to_be_bytes().as_slice()).map_err(io)?;
+            m.insert("genesis", id.genesis.as_slice()).map_err(io)?;
+            m.insert("spec", id.spec.as_bytes()).map_err(io)?;
+        }
+        w.commit().map_err(io)
+    }
+
+    /// The last committed height, if any block was written.
+    pub fn head(&self) -> Result<Option<u64>, StoreError> {
+        self.meta_u64("head")
+    }
+
+    fn load(&self) -> Result<Loaded, StoreError> {
+        let head = self.head()?.ok_or_else(|| corrupt("database has a chain identity but no blocks"))?;
+        let r = self.db.begin_read().map_err(io)?;
+        let mut state = MemState::default();
+        for entry in r.open_table(ACCOUNTS).map_err(io)?.iter().map_err(io)? {
+            let (k, v) = entry.map_err(io)?;
+            let address = Address::try_from(k.value()).map_err(|_| corrupt("account key"))?;
+            state.insert_account(address, decode_account(v.value())?);
+        }
+        for entry in r.open_table(STORAGE).map_err(io)?.iter().map_err(io)? {
+            let (k, v) = entry.map_err(io)?;
+            let (k, v) = (k.value(), v.value());
+            if k.len() != 52 || v.len() != 32 {
+                return Err(corrupt("storage record"));
+            }
+            let address = Address::from_slice(&k[..20]);
+            state.insert_slot(address, U256::from_be_slice(&k[20..]), U256::from_be_slice(v));
+        }
+        for entry in r.open_table(CODES).map_err(io)?.iter().map_err(io)? {
+            let (k, v) = entry.map_err(io)?;
+            let hash = B256::try_from(k.value()).map_err(|_| corrupt("code key"))?;
+            state.insert_code(hash, Bytes::copy_from_slice(v.value()));
+        }
+        Ok(Loaded { state, head })
+    }
+
+    /// Writes one committed block in one transaction. `code_hashes[i]` is
+    /// the code hash account change `i` leaves. Synced per the policy;
+    /// returns whether this commit was synced.
+    pub fn write_block(
+        &mut self,
+        stored: &StoredBlock,
+        changes: &ChangeSet,
+        code_hashes: &[B256],
+    ) -> Result<bool, StoreError> {
+        let n = stored.block.header.number;
+        // Genesis is always synced: everything after builds on it.
+        let sync = n == 0
+            || match self.policy {
+                SyncPolicy::EveryBlock => true,
+                SyncPolicy::EveryNBlocks(every) => self.unsynced + 1 >= every.max(1),
+            };
+        let mut w = self.db.begin_write().map_err(io)?;
+        w.set_durability(if sync { Durability::Immediate } else { Durability::None }).map_err(io)?;
+        {
+            let block = BlockProto::from(stored.block.as_ref()).encode_to_vec();
+            w.open_table(BLOCKS).map_err(io)?.insert(n, block.as_slice()).map_err(io)?;
+            let results = BlockResultsProto {
+                receipts: stored.receipts.iter().map(ReceiptProto::from).collect(),
+                raw_index: stored.raw_index.clone(),
+                gas_used: stored.gas_used,
+                app_hash: stored.app_hash.to_vec(),
+            }
+            .encode_to_vec();
+            w.open_table(RESULTS).map_err(io)?.insert(n, results.as_slice()).map_err(io)?;
+            let change_bytes = ChangeSetProto::from(changes).encode_to_vec();
+            w.open_table(CHANGES).map_err(io)?.insert(n, change_bytes.as_slice()).map_err(io)?;
+            w.open_table(VAULT).map_err(io)?.insert(n, stored.app_hash.as_slice()).map_err(io)?;
+            w.open_table(BLOCK_BY_HASH).map_err(io)?.insert(stored.block.hash.as_slice(), n).map_err(io)?;
+            let mut txs = w.open_table(TX_INDEX).map_err(io)?;
+            for (i, r) in stored.receipts.iter().enumerate() {
+                let mut loc = [0u8; 12];
+                loc[..8].copy_from_slice(&n.to_be_bytes());
+                loc[8..].copy_from_slice(&(i as u32).to_be_bytes());
+                txs.insert(r.tx_hash.as_slice(), loc.as_slice()).map_err(io)?;
+            }
+            let mut accounts = w.open_table(ACCOUNTS).map_err(io)?;
+            let mut storage = w.open_table(STORAGE).map_err(io)?;
+            let mut codes = w.open_table(CODES).map_err(io)?;
+            for (c, code_hash) in changes.accounts.iter().zip(code_hashes) {
+                if c.deleted || c.storage_cleared {
+                    let lo = slot_key(&c.address, &U256::ZERO);
+                    let hi = slot_key(&c.address, &U256::MAX);
+                    storage.retain_in::<&[u8], _>(lo.as_slice()..=hi.as_slice(), |_, _| false).map_err(io)?;
+                }
+                if c.deleted {
+                    accounts.remove(c.address.as_slice()).map_err(io)?;
+                    continue;
+                }
+                if let Some(code) = &c.code {
+                    codes.insert(code.hash.as_slice(), code.code.as_ref()).map_err(io)?;
+                }
+                let acct = Account { balance: c.balance, nonce: c.nonce, code_hash: *code_hash };
+                accounts.insert(c.address.as_slice(), encode_account(&acct).as_slice()).map_err(io)?;
+                for (slot, value) in &c.storage {
+                    let k = slot_key(&c.address, slot);
+                    if value.is_zero() {
+                        storage.remove(k.as_slice()).map_err(io)?;
+                    } else {
+                        storage.insert(k.as_slice(), value.to_be_bytes::<32>().as_slice()).map_err(io)?;
+                    }
+                }
+            }
+            w.open_table(META).map_err(io)?.insert("head", n.to_be_bytes().as_slice()).map_err(io)?;
+        }
+        w.commit().map_err(io)?;
+        self.unsynced = if sync { 0 } else { self.unsynced + 1 };
+        Ok(sync)
+    }
+
+    /// A stored block with its results.
+    pub fn block(&self, n: u64) -> Result<Option<StoredBlock>, StoreError> {
+        let r = self.db.begin_read().map_err(io)?;
+        let Some(block) = r.open_table(BLOCKS).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec())
+        else {
+            return Ok(None);
+        };
+        let results = r
+            .open_table(RESULTS)
+            .map_err(io)?
+            .get(n)
+            .map_err(io)?
+            .map(|v| v.value().to_vec())
+            .ok_or_else(|| corrupt(format!("block {n} has no results")))?;
+        let block =
+            SealedBlock::try_from(&wire::decode::<BlockProto>(&block).map_err(corrupt)?).map_err(corrupt)?;
+        let results = wire::decode::<BlockResultsProto>(&results).map_err(corrupt)?;
+        let receipts =
+            results.receipts.iter().map(Receipt::try_from).collect::<Result<Vec<_>, _>>().map_err(corrupt)?;
+        Ok(Some(StoredBlock {
+            block: std::sync::Arc::new(block),
+            receipts,
+            raw_index: results.raw_index,
+            gas_used: results.gas_used,
+            app_hash: B256::try_from(results.app_hash.as_slice()).map_err(|_| corrupt("app hash"))?,
+        }))
+    }
+
+    /// A block's change set.
+    pub fn changes(&self, n: u64) -> Result<Option<ChangeSet>, StoreError> {
+        let r = self.db.begin_read().map_err(io)?;
+        let Some(bytes) = r.open_table(CHANGES).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec())
+        else {
+            return Ok(None);
+        };
+        ChangeSet::try_from(&wire::decode::<ChangeSetProto>(&bytes).map_err(corrupt)?)
+            .map(Some)
+            .map_err(corrupt)
+    }
+
+    /// The app hash the vault recorded for height `n`.
+    pub fn vault(&self, n: u64) -> Result<Option<B256>, StoreError> {
+        let r = self.db.begin_read().map_err(io)?;
+        let t = match r.open_table(VAULT) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        let v = t.get(n).map_err(io)?;
+        v.map(|v| B256::try_from(v.value()).map_err(|_| corrupt("vault record"))).transpose()
+    }
+
+    /// Height of the block with this hash.
+    pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StoreError> {
+        let r = self.db.begin_read().map_err(io)?;
+        Ok(r.open_table(BLOCK_BY_HASH).map_err(io)?.get(hash.as_slice()).map_err(io)?.map(|v| v.value()))
+    }
+
+    /// Block and receipt index of a committed transaction.
+    pub fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StoreError> {
+        let r = self.db.begin_read().map_err(io)?;
+        let Some(v) =
+            r.open_table(TX_INDEX).map_err(io)?.get(hash.as_slice()).map_err(io)?.map(|v| v.value().to_vec())
+        else {
+            return Ok(None);
+        };
+        if v.len() != 12 {
+            return Err(corrupt("tx index record"));
+        }
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&v[..8]);
+        let mut i = [0u8; 4];
+        i.copy_from_slice(&v[8..]);
+        Ok(Some((u64::from_be_bytes(n), u32::from_be_bytes(i))))
+    }
+
+    /// Size of the database file.
+    pub fn size_bytes(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+}

@@ -1,0 +1,37 @@
+//! A failed commit is never silent: block production and execution stop,
+//! reads keep working, admission refuses, the error shows in logs and
+//! metrics, and the node exits non-zero on shutdown.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::*;
+
+#[test]
+fn injected_commit_failure_halts_writes_but_not_reads() {
+    let mut node = TestNode::start(
+        &[("SLUICE_STORE__INJECT_COMMIT_FAILURE_AT_HEIGHT", "2")],
+        &["--block-time-ms", "20"],
+    );
+    let to = random_signer().address();
+    let first = node.send(&transfer(&dev(0), 0, to, 1)).unwrap();
+    node.receipt(&first);
+    let second = node.send(&transfer(&dev(0), 1, to, 1)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while node.metric("sluice_store_halted").unwrap_or(0.0) < 1.0 {
+        assert!(Instant::now() < deadline, "the failure never showed in metrics; log:\n{}", node.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Reads still work, at the last good height.
+    assert_eq!(parse_u64(&node.ok("eth_blockNumber", json!([]))), 1);
+    assert_eq!(node.balance(to), alloy_primitives::U256::from(1));
+    assert!(node.ok("eth_getTransactionReceipt", json!([second])).is_null());
+    // Nothing new is accepted.
+    let e = node.send(&transfer(&dev(1), 0, to, 1)).unwrap_err();
+    assert_eq!(e["code"], -32603);
+    assert!(e["message"].as_str().unwrap().contains("store halted"), "{e}");
+    assert!(node.log().contains("injected commit failure at height 2"), "{}", node.log());
+    let status = node.terminate();
+    assert!(!status.success(), "a halted node exits non-zero");
+}

@@ -1,0 +1,72 @@
+//! A node restarted on its data dir resumes at the last committed height
+//! with the same blocks, receipts, balances and nonces, keeps building on
+//! it, and a data dir from another chain is refused with a clear message.
+
+use serde_json::json;
+
+use crate::support::*;
+
+#[test]
+fn restart_resumes_with_the_same_chain_and_state() {
+    let mut node = TestNode::dev();
+    let to = random_signer().address();
+    let mut hashes = Vec::new();
+    for n in 0..3 {
+        for i in 0..2 {
+            hashes.push(node.send(&transfer(&dev(i), n, to, 10 + n)).unwrap());
+        }
+    }
+    let receipts: Vec<_> = hashes.iter().map(|h| node.receipt(h)).collect();
+    let head = node.ok("eth_blockNumber", json!([]));
+    let head_block = node.ok("eth_getBlockByNumber", json!([head, true]));
+    let balances: Vec<_> =
+        [dev(0).address(), dev(1).address(), to].iter().map(|a| node.balance(*a)).collect();
+    assert!(node.terminate().success());
+
+    node.restart().unwrap();
+    assert_eq!(node.ok("eth_blockNumber", json!([])), head);
+    assert_eq!(node.ok("eth_getBlockByNumber", json!([head, true])), head_block);
+    for (h, r) in hashes.iter().zip(&receipts) {
+        assert_eq!(&node.ok("eth_getTransactionReceipt", json!([h])), r);
+    }
+    let after: Vec<_> = [dev(0).address(), dev(1).address(), to].iter().map(|a| node.balance(*a)).collect();
+    assert_eq!(after, balances);
+    assert_eq!(node.nonce(dev(0).address(), "pending"), 3);
+
+    // It keeps building on the restored head.
+    let r = node.receipt(&node.send(&transfer(&dev(0), 3, to, 1)).unwrap());
+    let block = node.ok("eth_getBlockByHash", json!([r["blockHash"], false]));
+    assert_eq!(parse_u64(&block["number"]), parse_u64(&head) + 1);
+    assert_eq!(block["parentHash"], head_block["hash"]);
+}
+
+#[test]
+fn a_data_dir_of_another_chain_is_refused() {
+    let mut node = TestNode::dev();
+    assert!(node.terminate().success());
+    node.args.extend(["--chain-id".to_string(), "5".to_string()]);
+    let log = node.restart().expect_err("must refuse another chain's data dir");
+    assert!(log.contains("belongs to chain id 31337"), "{log}");
+    assert!(log.contains("configured for chain id 5"), "{log}");
+}
+
+#[test]
+fn a_corrupted_database_is_refused_at_start() {
+    let mut node = TestNode::dev();
+    for n in 0..3 {
+        node.receipt(&node.send(&transfer(&dev(0), n, random_signer().address(), 1)).unwrap());
+    }
+    assert!(node.terminate().success());
+    let db = node.data_dir().join("chain.redb");
+    let len = std::fs::metadata(&db).unwrap().len();
+    // Truncation.
+    let bytes = std::fs::read(&db).unwrap();
+    std::fs::write(&db, &bytes[..(len / 2) as usize]).unwrap();
+    let log = node.restart().expect_err("a truncated database must be refused");
+    assert!(log.contains("Error"), "a clear error, not a panic:\n{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    // Garbage.
+    std::fs::write(&db, vec![0x5a; len as usize]).unwrap();
+    let log = node.restart().expect_err("a garbage database must be refused");
+    assert!(!log.contains("panicked"), "{log}");
+}

@@ -147,11 +147,12 @@ fn run_node(cfg: Config) -> anyhow::Result<()> {
     tracing::info!(metrics = %cfg.metrics.addr, "serving Prometheus metrics at /metrics");
     let system = actix_rt::System::new();
     let result: anyhow::Result<()> = system.block_on(async move {
+        let mut signals = Signals::install();
         let node = Node::start(cfg).await?;
         // The line tests and scripts wait for: the bound address (the
         // configured port may be 0).
         println!("sluice: JSON-RPC listening on http://{}", node.rpc_addr);
-        wait_for_signal().await;
+        signals.wait().await;
         tracing::info!("shutting down: admission first, then the pipeline in order");
         node.shutdown().await?;
         Ok(())
@@ -159,24 +160,48 @@ fn run_node(cfg: Config) -> anyhow::Result<()> {
     result
 }
 
-async fn wait_for_signal() {
+/// SIGINT and SIGTERM, registered before the node announces itself so a
+/// signal sent right after the "listening" line is never handled by the
+/// default action (which would kill the process without a clean shutdown).
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Signals { term: signal(SignalKind::terminate()).ok(), int: signal(SignalKind::interrupt()).ok() }
+        }
+        #[cfg(not(unix))]
+        {
+            Signals {}
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn wait(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+                match s {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                _ = recv(&mut self.term) => {}
+                _ = recv(&mut self.int) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

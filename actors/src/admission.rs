@@ -9,6 +9,10 @@
 //! Sending to the nonce actor waits while its mailbox is full (backpressure
 //! reaches the client as latency); a full mempool is answered at once with
 //! `txpool is full`.
+//!
+//! Admission is stateless, so a panic in it is contained per request: the
+//! caller gets -32603, the restart is counted, and it never escalates (a
+//! client must not be able to halt the node with a poison request).
 
 use std::{sync::atomic::Ordering, time::Instant};
 
@@ -18,9 +22,11 @@ use sluice_txpool::{admit_stateless, TxError};
 use tokio::sync::oneshot;
 
 use crate::{
+    faults::{self, Action, Site},
     metrics as m,
     protocol::{CommittedAccount, NonceMsg},
     rpc::RpcState,
+    supervise::contain,
 };
 
 /// Admits one raw transaction; returns its hash (keccak of the raw bytes).
@@ -40,10 +46,35 @@ async fn admit(state: &RpcState, raw: Bytes) -> Result<B256, TxError> {
     }
     if state.store.halted().is_some() {
         // Nothing admitted now could ever be committed.
-        return Err(TxError::Unavailable("store halted after a failed commit"));
+        return Err(TxError::Unavailable("store halted after a failure (see the node log); writes stopped"));
     }
     let received = Instant::now();
-    let tx = admit_stateless(raw, &state.rules)?;
+    let fault = faults::point(Site::Admission).fire();
+    match fault {
+        Some(Action::Delay(d)) => tokio::time::sleep(d).await,
+        // Blocks this HTTP worker: every request on it waits, as if the
+        // stage stopped taking from its queue.
+        Some(Action::Stall(d)) => std::thread::sleep(d),
+        Some(Action::Drop) => {
+            return Err(TxError::Unavailable("request dropped (injected fault at admission)"))
+        }
+        Some(Action::Error) => return Err(TxError::Unavailable("injected error at failpoint admission")),
+        Some(Action::Panic) | None => {}
+    }
+    let decoded = contain(|| {
+        if fault == Some(Action::Panic) {
+            panic!("injected panic at failpoint admission");
+        }
+        admit_stateless(raw, &state.rules)
+    });
+    let tx = match decoded {
+        Ok(tx) => tx?,
+        Err(panic) => {
+            metrics::counter!(m::ACTOR_RESTARTS, "actor" => Site::Admission.name()).increment(1);
+            tracing::error!(panic, "admission panicked; request answered with an internal error");
+            return Err(TxError::Unavailable("internal error in admission"));
+        }
+    };
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
     if let Some(acct) = account {

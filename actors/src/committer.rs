@@ -9,6 +9,15 @@
 //! A failed commit is latched by the store: this actor then refuses every
 //! later block, the finalizer stops executing, reads keep working, and the
 //! error is in the logs and in `sluice_store_halted`.
+//!
+//! Faults are handled by [`run_blocking`]. An injected error strikes before
+//! the write (a transient write failure: retried); an injected panic strikes
+//! after the block is durable and before it is published, the worst point.
+//! The retry then finds the block already in the store and redoes only the
+//! publication, so it is exact. (A panic inside `Store::commit` between the
+//! database write and the in-memory apply is exact to retry too: the write
+//! is one redb transaction of absolute values, and the vault check accepts
+//! the same app hash again.)
 
 use std::{
     sync::{
@@ -24,10 +33,12 @@ use tokio::sync::oneshot;
 
 use crate::{
     events::ChainEvents,
+    faults::{self, Site},
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     pending::PendingTxs,
     protocol::{CommitMsg, NonceMsg},
+    supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
 };
 
 /// The store commit actor.
@@ -41,6 +52,7 @@ pub struct Committer {
     metrics: ActorMetrics,
     /// Where committed heights are published for subscribers (WebSocket).
     events: Option<ChainEvents>,
+    sup: Supervisor,
 }
 
 impl Committer {
@@ -63,6 +75,7 @@ impl Committer {
             done: Some(done),
             metrics: ActorMetrics::new("committer"),
             events: None,
+            sup: Supervisor::new(Site::Committer),
         }
     }
 
@@ -89,42 +102,98 @@ impl Actor for Committer {
     }
 }
 
+impl Committer {
+    /// True when block `number` with this hash is already in the store (a
+    /// retry after a panic that struck past the write).
+    fn already_committed(&self, number: u64, hash: &alloy_primitives::B256) -> bool {
+        self.store.head() >= number && self.store.block(number).is_some_and(|b| b.block.hash == *hash)
+    }
+
+    /// Makes a durable block visible: committed height, in-flight index,
+    /// subscribers, and the nonce actor.
+    fn publish(&mut self, msg: &CommitMsg, start: Instant) {
+        let number = msg.block.block.header.number;
+        self.committed.store(number, Ordering::Release);
+        for r in &msg.block.receipts {
+            self.pending.remove(&r.tx_hash);
+        }
+        for (hash, _) in &msg.block.skipped {
+            self.pending.remove(hash);
+        }
+        metrics::histogram!(m::COMMIT_SECONDS).record(start.elapsed().as_secs_f64());
+        metrics::gauge!(m::COMMITTED_HEIGHT).set(number as f64);
+        metrics::counter!(m::TXS_INCLUDED).increment(msg.block.receipts.len() as u64);
+        tracing::debug!(number, txs = msg.block.receipts.len(), "committed");
+        if let Some(events) = &self.events {
+            events.committed(number);
+        }
+        let progress = NonceMsg::Executed { height: number, senders: msg.senders.clone() };
+        if self.nonce.send_blocking(progress).is_err() {
+            tracing::warn!(number, "nonce actor stopped; progress not delivered");
+        }
+    }
+}
+
+impl Stage for Committer {
+    type Msg = CommitMsg;
+
+    fn attempt(&mut self, msg: &CommitMsg, inject: Inject) -> Result<(), String> {
+        let start = Instant::now();
+        let number = msg.block.block.header.number;
+        if !self.already_committed(number, &msg.block.block.hash) {
+            if inject == Inject::Error {
+                inject.strike(Site::Committer)?;
+            }
+            match self.store.commit(&msg.block) {
+                Ok(info) => {
+                    if info.synced {
+                        metrics::histogram!(m::STORE_SYNC_SECONDS).record(info.write.as_secs_f64());
+                    }
+                    metrics::gauge!(m::STORE_APP_HASH_HEIGHT).set(number as f64);
+                    tracing::debug!(number, app_hash = %info.app_hash, "block durable");
+                }
+                Err(e) => {
+                    tracing::error!(number, error = %e, "commit failed; the node stops producing and executing");
+                    self.store.halt(e.to_string());
+                    metrics::gauge!(m::STORE_HALTED).set(1.0);
+                    return Ok(());
+                }
+            }
+        }
+        if inject == Inject::Panic {
+            inject.strike(Site::Committer)?;
+        }
+        self.publish(msg, start);
+        Ok(())
+    }
+
+    fn rebuild(&mut self) {
+        // The committed height is the store's head; republish it.
+        let head = self.store.head();
+        self.committed.store(head, Ordering::Release);
+        tracing::warn!(height = head, "store commit restarted at the store's head");
+    }
+
+    fn abandon(&mut self, msg: &CommitMsg) {
+        if self.already_committed(msg.block.block.header.number, &msg.block.block.hash) {
+            // Durable and served: only its publication was left to do.
+            self.publish(msg, Instant::now());
+            return;
+        }
+        let b = &msg.block;
+        let hashes = b.receipts.iter().map(|r| r.tx_hash).chain(b.skipped.iter().map(|(h, _)| *h));
+        report_dropped(b.block.header.number, hashes, m::DROP_HALTED);
+    }
+
+    fn supervisor(&mut self) -> &mut Supervisor {
+        &mut self.sup
+    }
+}
+
 impl StreamHandler<CommitMsg> for Committer {
     fn handle(&mut self, msg: CommitMsg, _ctx: &mut Context<Self>) {
         let start = Instant::now();
-        let number = msg.block.block.header.number;
-        match self.store.commit(&msg.block) {
-            Ok(info) => {
-                let app_hash = info.app_hash;
-                if info.synced {
-                    metrics::histogram!(m::STORE_SYNC_SECONDS).record(info.write.as_secs_f64());
-                }
-                metrics::gauge!(m::STORE_APP_HASH_HEIGHT).set(number as f64);
-                self.committed.store(number, Ordering::Release);
-                for r in &msg.block.receipts {
-                    self.pending.remove(&r.tx_hash);
-                }
-                for (hash, _) in &msg.block.skipped {
-                    self.pending.remove(hash);
-                }
-                metrics::histogram!(m::COMMIT_SECONDS).record(start.elapsed().as_secs_f64());
-                metrics::gauge!(m::COMMITTED_HEIGHT).set(number as f64);
-                metrics::counter!(m::TXS_INCLUDED).increment(msg.block.receipts.len() as u64);
-                tracing::debug!(number, txs = msg.block.receipts.len(), %app_hash, "committed");
-                if let Some(events) = &self.events {
-                    events.committed(number);
-                }
-                let progress = NonceMsg::Executed { height: number, senders: msg.senders };
-                if self.nonce.send_blocking(progress).is_err() {
-                    tracing::warn!(number, "nonce actor stopped; progress not delivered");
-                }
-            }
-            Err(e) => {
-                tracing::error!(number, error = %e, "commit failed; the node stops producing and executing");
-                self.store.halt(e.to_string());
-                metrics::gauge!(m::STORE_HALTED).set(1.0);
-            }
-        }
+        run_blocking(self, faults::point(Site::Committer), &msg);
         self.metrics.handled(start);
     }
 }

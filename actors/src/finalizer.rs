@@ -5,6 +5,12 @@
 //! N+1 executes while block N is being committed; the commit mailbox holds
 //! `commit_mailbox_blocks`, which bounds the overlay too. Execution goes
 //! through the [`BlockExecutor`] interface (sequential today, OCC later).
+//!
+//! Faults are handled by [`run_blocking`]. A retry of the same block is
+//! exact: the overlay gains the block's layer only after execution
+//! succeeded. After a contained panic the overlay is rebuilt from the store
+//! once store commit has caught up with every block already handed to it,
+//! so the retried block runs on exactly its parent's state.
 
 use std::{
     collections::HashMap,
@@ -12,7 +18,7 @@ use std::{
         atomic::{AtomicU64, Ordering},
         Arc,
     },
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use actix::prelude::*;
@@ -22,9 +28,11 @@ use sluice_messages::{ExecutedBlock, PreparedBlock, PreparedTx};
 use sluice_store::{Layer, Overlay, StateReader, Store};
 
 use crate::{
+    faults::{self, Site},
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{CommitMsg, ExecuteMsg, SenderProgress},
+    supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
 };
 
 /// The finalizer actor.
@@ -35,6 +43,9 @@ pub struct Finalizer {
     commit: MailboxSender<CommitMsg>,
     rx: Option<MailboxReceiver<ExecuteMsg>>,
     metrics: ActorMetrics,
+    sup: Supervisor,
+    /// Height of the last block handed to store commit.
+    last_sent: u64,
 }
 
 impl Finalizer {
@@ -48,6 +59,7 @@ impl Finalizer {
         commit: MailboxSender<CommitMsg>,
         rx: MailboxReceiver<ExecuteMsg>,
     ) -> Self {
+        let last_sent = store.head();
         Finalizer {
             executor,
             overlay: Overlay::new(store),
@@ -55,14 +67,16 @@ impl Finalizer {
             commit,
             rx: Some(rx),
             metrics: ActorMetrics::new("finalizer"),
+            sup: Supervisor::new(Site::Finalizer),
+            last_sent,
         }
     }
 
-    fn execute(&mut self, block: PreparedBlock) -> Option<CommitMsg> {
+    fn execute(&mut self, block: &PreparedBlock) -> Option<CommitMsg> {
         self.overlay.committed(self.committed.load(Ordering::Acquire));
         let number = block.block.header.number;
         let start = Instant::now();
-        let outcome = match self.executor.execute(&self.overlay, &block) {
+        let outcome = match self.executor.execute(&self.overlay, block) {
             Ok(o) => o,
             Err(e) => {
                 // Only a state read can fail; executing on state we could
@@ -74,6 +88,7 @@ impl Finalizer {
             }
         };
         metrics::histogram!(m::EXECUTE_SECONDS).record(start.elapsed().as_secs_f64());
+        record_exec_stats(&outcome.stats);
         metrics::histogram!(m::BLOCK_GAS_USED).record(outcome.gas_used as f64);
         metrics::gauge!(m::EXECUTED_HEIGHT).set(number as f64);
         if !outcome.skipped.is_empty() {
@@ -82,13 +97,13 @@ impl Finalizer {
                 tracing::warn!(number, tx = %hash, reason, "transaction not applicable at its position; dropped");
             }
         }
-        let raw_index = raw_positions(&block, &outcome.receipts);
+        let raw_index = raw_positions(block, &outcome.receipts);
         let changes = Arc::new(outcome.changes);
         self.overlay.push(Layer::new(number, block.block.hash, Arc::clone(&changes)));
-        let senders = self.sender_progress(&block);
+        let senders = self.sender_progress(block);
         Some(CommitMsg {
             block: ExecutedBlock {
-                block: block.block,
+                block: Arc::clone(&block.block),
                 receipts: outcome.receipts,
                 raw_index,
                 skipped: outcome.skipped,
@@ -120,6 +135,31 @@ impl Finalizer {
     }
 }
 
+/// Exports what the executor reports about one block.
+fn record_exec_stats(s: &sluice_executor::ExecStats) {
+    use sluice_executor::ExecMode;
+    let mode = match s.mode {
+        ExecMode::Parallel => "parallel",
+        ExecMode::Sequential { reason } => match reason {
+            sluice_executor::SequentialReason::Configured => "sequential_configured",
+            sluice_executor::SequentialReason::SmallBlock => "sequential_small_block",
+            sluice_executor::SequentialReason::MaxIncarnations => "sequential_max_incarnations",
+            sluice_executor::SequentialReason::Contention => "sequential_contention",
+            sluice_executor::SequentialReason::Unsupported => "sequential_unsupported",
+        },
+    };
+    metrics::counter!(m::OCC_BLOCKS, "mode" => mode).increment(1);
+    metrics::counter!(m::OCC_RERUNS).increment(u64::from(s.reruns));
+    metrics::counter!(m::OCC_CONFLICTS).increment(u64::from(s.conflicts));
+    metrics::counter!(m::OCC_FAST_TRANSFERS).increment(u64::from(s.fast_transfers));
+    metrics::histogram!(m::OCC_RERUN_DEPTH).record(f64::from(s.max_rerun_depth));
+    if s.mode == ExecMode::Parallel || s.sequential_from.is_some() {
+        metrics::histogram!(m::OCC_PHASE_SECONDS, "phase" => "speculate").record(s.speculate.as_secs_f64());
+        metrics::histogram!(m::OCC_PHASE_SECONDS, "phase" => "validate").record(s.validate.as_secs_f64());
+        metrics::histogram!(m::OCC_PHASE_SECONDS, "phase" => "merge").record(s.merge.as_secs_f64());
+    }
+}
+
 /// For each receipt, the index of its transaction in the block (receipts
 /// follow block order; skipped transactions have none).
 fn raw_positions(block: &PreparedBlock, receipts: &[sluice_messages::Receipt]) -> Vec<u32> {
@@ -147,20 +187,60 @@ impl Actor for Finalizer {
     }
 }
 
-impl StreamHandler<ExecuteMsg> for Finalizer {
-    fn handle(&mut self, msg: ExecuteMsg, _ctx: &mut Context<Self>) {
-        let start = Instant::now();
+impl Stage for Finalizer {
+    type Msg = ExecuteMsg;
+
+    fn attempt(&mut self, msg: &ExecuteMsg, inject: Inject) -> Result<(), String> {
+        inject.strike(Site::Finalizer)?;
         if self.overlay.base().halted().is_some() {
-            // Never build on state that could not be persisted.
-            self.metrics.handled(start);
-            return;
+            return Ok(());
         }
-        if let Some(commit) = self.execute(msg.block) {
+        if let Some(commit) = self.execute(&msg.block) {
             let number = commit.block.block.header.number;
             if self.commit.send_blocking(commit).is_err() {
                 tracing::error!(number, "store commit stopped; executed block not delivered");
             }
+            self.last_sent = number;
         }
+        Ok(())
+    }
+
+    fn rebuild(&mut self) {
+        // Blocks handed to store commit are on their way to the store; wait
+        // for them rather than keep layers a panic may have left half-made.
+        let store = Arc::clone(self.overlay.base());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.committed.load(Ordering::Acquire) < self.last_sent
+            && store.halted().is_none()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        tracing::warn!(height = store.head(), "finalizer overlay rebuilt from the store");
+        self.overlay = Overlay::new(store);
+    }
+
+    fn abandon(&mut self, msg: &ExecuteMsg) {
+        let hashes = msg.block.txs.iter().map(|t| t.hash());
+        report_dropped(msg.block.block.header.number, hashes, m::DROP_HALTED);
+    }
+
+    fn supervisor(&mut self) -> &mut Supervisor {
+        &mut self.sup
+    }
+}
+
+impl StreamHandler<ExecuteMsg> for Finalizer {
+    fn handle(&mut self, msg: ExecuteMsg, _ctx: &mut Context<Self>) {
+        let start = Instant::now();
+        if self.overlay.base().halted().is_some() {
+            // Never build on state that could not be persisted; what the
+            // block carried is reported, not silently lost.
+            self.abandon(&msg);
+            self.metrics.handled(start);
+            return;
+        }
+        run_blocking(self, faults::point(Site::Finalizer), &msg);
         self.metrics.handled(start);
     }
 }

@@ -22,12 +22,15 @@
 //! - [`pending`]: in-flight transactions by hash.
 //! - [`metrics`]: metric names and the Prometheus exporter.
 //! - [`dev_accounts`]: mnemonic-derived dev keys.
+//! - [`faults`]: named failpoints; [`supervise`]: panic containment,
+//!   restarts and escalation to a halt.
 //! - [`replay`]: re-execution of a data dir against its hash vault.
 
 pub mod admission;
 pub mod committer;
 pub mod dev_accounts;
 pub mod events;
+pub mod faults;
 pub mod finalizer;
 pub mod mailbox;
 pub mod metrics;
@@ -41,5 +44,6 @@ pub mod protocol;
 pub mod replay;
 pub mod rpc;
 pub mod shard;
+pub mod supervise;
 
 pub use node::{build_genesis, Node, NodeError};

@@ -194,7 +194,8 @@ pub fn mailbox_indexed<M>(
     // Registered at zero so dashboards show every actor, refusals or not.
     metrics::counter!(m::MAILBOX_REJECTED, "actor" => actor).increment(0);
     let (tx, rx) = flume::bounded(capacity);
-    let shared = Arc::new(Shared { actor, index: index.to_string(), capacity, high_water: AtomicUsize::new(0) });
+    let shared =
+        Arc::new(Shared { actor, index: index.to_string(), capacity, high_water: AtomicUsize::new(0) });
     (MailboxSender { tx, shared: Arc::clone(&shared) }, MailboxReceiver { rx, shared })
 }
 

@@ -39,10 +39,33 @@ pub const BLOCK_GAS_USED: &str = "sluice_block_gas_used";
 pub const TXS_SKIPPED: &str = "sluice_txs_skipped_total";
 /// Transactions included (applied) in committed blocks.
 pub const TXS_INCLUDED: &str = "sluice_txs_included_total";
+/// Failpoints fired, by actor and action.
+pub const FAULTS_INJECTED: &str = "sluice_faults_injected_total";
+/// Actors restarted in place after a contained panic, by actor.
+pub const ACTOR_RESTARTS: &str = "sluice_actor_restarts_total";
+/// Admitted transactions given up on (logged with their hash), by reason.
+pub const TXS_DROPPED: &str = "sluice_txs_dropped_total";
+/// `reason` of [`TXS_DROPPED`]: lost to an injected `drop` fault.
+pub const DROP_FAULT: &str = "fault_drop";
+/// `reason` of [`TXS_DROPPED`]: the node halted before they were committed.
+pub const DROP_HALTED: &str = "halted";
 /// Time to execute a block.
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.
 pub const PREPARE_SECONDS: &str = "sluice_prepare_block_seconds";
+/// Blocks executed, by mode (`parallel`, or `sequential_<reason>`).
+pub const OCC_BLOCKS: &str = "sluice_occ_blocks_total";
+/// Re-executions after a failed validation.
+pub const OCC_RERUNS: &str = "sluice_occ_reruns_total";
+/// Transactions whose speculative result failed validation.
+pub const OCC_CONFLICTS: &str = "sluice_occ_conflicts_total";
+/// Transfers executed without the EVM interpreter.
+pub const OCC_FAST_TRANSFERS: &str = "sluice_occ_fast_transfers_total";
+/// Highest incarnation reached in a block.
+pub const OCC_RERUN_DEPTH: &str = "sluice_occ_rerun_depth";
+/// Time of each phase of parallel execution (label `phase`: speculate,
+/// validate, merge).
+pub const OCC_PHASE_SECONDS: &str = "sluice_occ_phase_seconds";
 /// Time of each phase of block preparation (label `phase`: hash, lookup,
 /// recover).
 pub const PREPARE_PHASE_SECONDS: &str = "sluice_prepare_phase_seconds";
@@ -106,6 +129,8 @@ const LATENCY_BUCKETS: &[f64] = &[
 /// Buckets for transactions per block.
 const TX_COUNT_BUCKETS: &[f64] =
     &[1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 10000.0];
+/// Buckets for rerun depth (incarnations).
+const DEPTH_BUCKETS: &[f64] = &[0.0, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0];
 /// Buckets for gas per block.
 const GAS_BUCKETS: &[f64] = &[21_000.0, 1e5, 1e6, 5e6, 1e7, 3e7, 6e7, 1e8, 1.5e8, 3e8];
 
@@ -117,6 +142,7 @@ pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(BLOCK_TXS.into()), TX_COUNT_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(BLOCK_GAS_USED.into()), GAS_BUCKETS)?
+        .set_buckets_for_metric(Matcher::Full(OCC_RERUN_DEPTH.into()), DEPTH_BUCKETS)?
         .install()?;
     describe();
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
@@ -139,8 +165,20 @@ fn describe() {
     describe_histogram!(BLOCK_GAS_USED, "Gas used per executed block");
     describe_counter!(TXS_SKIPPED, "Transactions that could not be applied at their position in a block");
     describe_counter!(TXS_INCLUDED, "Transactions applied in committed blocks");
+    describe_counter!(FAULTS_INJECTED, "Failpoints fired, by actor and action");
+    describe_counter!(ACTOR_RESTARTS, "Actors restarted in place after a contained panic");
+    describe_counter!(
+        TXS_DROPPED,
+        "Admitted transactions given up on, by reason (each logged with its hash)"
+    );
     describe_histogram!(EXECUTE_SECONDS, Unit::Seconds, "Time to execute one block");
     describe_histogram!(PREPARE_SECONDS, Unit::Seconds, "Time to prepare one block");
+    describe_counter!(OCC_BLOCKS, "Blocks executed, by mode (parallel, or sequential and why)");
+    describe_counter!(OCC_RERUNS, "Re-executions after a failed validation");
+    describe_counter!(OCC_CONFLICTS, "Transactions whose speculative result failed validation");
+    describe_counter!(OCC_FAST_TRANSFERS, "Transfers executed without the EVM interpreter");
+    describe_histogram!(OCC_RERUN_DEPTH, "Highest incarnation reached in a block");
+    describe_histogram!(OCC_PHASE_SECONDS, Unit::Seconds, "Time of each phase of parallel execution");
     describe_histogram!(PREPARE_PHASE_SECONDS, Unit::Seconds, "Time of each phase of block preparation");
     describe_gauge!(PREPARED_AHEAD, "Prepared blocks waiting for the finalizer");
     describe_histogram!(COMMIT_SECONDS, Unit::Seconds, "Time to commit one block");
@@ -165,7 +203,10 @@ fn describe() {
     );
     describe_gauge!(STORE_DB_BYTES, Unit::Bytes, "Size of the database file");
     describe_gauge!(STORE_APP_HASH_HEIGHT, "Height of the last app hash recorded in the hash vault");
-    describe_gauge!(STORE_HALTED, "1 while the store is halted after a failed commit");
+    describe_gauge!(
+        STORE_HALTED,
+        "1 while the store is halted (failed commit, or an actor failing too often)"
+    );
     describe_gauge!(
         PROCESS_CPU_SECONDS,
         Unit::Seconds,

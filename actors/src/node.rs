@@ -19,7 +19,7 @@ use std::{
 use actix::prelude::*;
 use alloy_primitives::U256;
 use sluice_config::{Config, Spec};
-use sluice_executor::{ExecConfig, SequentialExecutor};
+use sluice_executor::{ExecConfig, OccExecutor};
 use sluice_store::{DurableOptions, Genesis, GenesisAccount, Store, SyncPolicy};
 use sluice_txpool::{AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
@@ -71,6 +71,9 @@ pub enum NodeError {
     /// The data dir could not be opened (another chain, corrupt, I/O).
     #[error(transparent)]
     Store(#[from] sluice_store::StoreError),
+    /// `faults.failpoints` could not be parsed.
+    #[error("faults.failpoints: {0}")]
+    Faults(#[from] crate::faults::FaultError),
 }
 
 /// The store options the config asks for.
@@ -153,6 +156,7 @@ impl Node {
         std::fs::create_dir_all(dir).map_err(|source| NodeError::DataDir { path: dir.clone(), source })?;
         let genesis = build_genesis(&cfg)?;
         let store = Arc::new(Store::open(&genesis, &durable_options(&cfg))?);
+        install_faults(&cfg, &store)?;
         let head = store.head_block();
         let (exec_spec, pool_spec) = spec(cfg.chain.spec);
         let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: exec_spec };
@@ -190,8 +194,10 @@ impl Node {
         for i in 0..cfg.mempool.shards {
             let (tx, rx) = mailbox_indexed("mempool_shard", i, p.shard_mailbox_msgs);
             probes.push(rx.probe());
-            let c = Arc::clone(&counters);
-            ShardActor::start_in_arbiter(&light.handle(), move |_| ShardActor::new(i, c, rx));
+            let (c, lost) = (Arc::clone(&counters), (Arc::clone(&pending), nonce_tx.clone()));
+            ShardActor::start_in_arbiter(&light.handle(), move |_| {
+                ShardActor::new(i, c, rx).with_loss_reporting(lost.0, lost.1)
+            });
             shard_txs.push(tx);
         }
 
@@ -210,14 +216,13 @@ impl Node {
         let finalize_arbiter = Arbiter::new();
         {
             let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
+            let (workers, min_txs, max_incarnations) =
+                (p.execute_workers, p.occ_min_block_txs, p.occ_max_incarnations);
             Finalizer::start_in_arbiter(&finalize_arbiter.handle(), move |_| {
-                Finalizer::new(
-                    Box::new(SequentialExecutor::new(exec)),
-                    store,
-                    committed,
-                    commit_tx,
-                    execute_rx,
-                )
+                // The OCC executor runs small blocks sequentially itself and
+                // equals the sequential executor on every block.
+                let occ = OccExecutor::new(exec, workers, min_txs, max_incarnations);
+                Finalizer::new(Box::new(occ), store, committed, commit_tx, execute_rx)
             });
         }
         let prepare_arbiter = Arbiter::new();
@@ -314,6 +319,27 @@ impl Node {
             None => Ok(()),
         }
     }
+}
+
+/// Arms the configured failpoints and sets up supervision: an actor that
+/// escalates halts the node through the store's latch (held weakly, so the
+/// process-wide hook never keeps the store open).
+fn install_faults(cfg: &Config, store: &Arc<Store>) -> Result<(), NodeError> {
+    crate::faults::install(&cfg.faults.failpoints, cfg.faults.debug_rpc)?;
+    let s = &cfg.supervision;
+    let policy = crate::supervise::Policy {
+        max_failures: s.max_failures,
+        window: Duration::from_millis(s.window_ms),
+        retry_backoff: Duration::from_millis(s.retry_backoff_ms),
+    };
+    let weak = Arc::downgrade(store);
+    crate::supervise::install(policy, move |reason| {
+        if let Some(store) = weak.upgrade() {
+            store.halt(reason);
+        }
+        metrics::gauge!(m::STORE_HALTED).set(1.0);
+    });
+    Ok(())
 }
 
 /// Samples mailbox depths and pool occupancy into gauges once a second.

@@ -10,18 +10,25 @@
 //! The committed account is read by admission outside this actor. If a
 //! block committed since that read (this actor has seen a newer height), the
 //! read may be stale and is redone here before reserving.
+//!
+//! A panic while handling a message is contained: the book is rebuilt from
+//! the committed nonces plus the in-flight transactions ([`PendingTxs`]),
+//! and an `Admit` that panicked is answered with an error (never retried: a
+//! transaction that makes reservation panic must not be able to loop it).
 
-use std::{sync::Arc, time::Instant};
+use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use actix::prelude::*;
 use sluice_store::{StateReader, Store};
 use sluice_txpool::{check_funds, NonceBook, PoolCounters, PreparedTxCache, TxError};
 
 use crate::{
+    faults::{self, Action, Site},
     mailbox::{MailboxReceiver, MailboxSender, SendError},
     metrics::{self as m, ActorMetrics},
     pending::PendingTxs,
     protocol::{CommittedAccount, NonceMsg, ProducerMsg, ShardMsg},
+    supervise::{contain, Supervisor},
 };
 
 /// The nonce reservation actor.
@@ -39,6 +46,13 @@ pub struct NonceActor {
     seen_height: u64,
     rx: Option<MailboxReceiver<NonceMsg>>,
     metrics: ActorMetrics,
+    sup: Supervisor,
+    /// After a rebuild: progress of blocks at or below this height is
+    /// already in the rebuilt book (their transactions had left the
+    /// in-flight index), so it is not applied twice.
+    rebuilt_through: u64,
+    /// An injected stall: no message is handled before this.
+    stall_until: Option<Instant>,
 }
 
 /// Everything the nonce actor is built from.
@@ -78,7 +92,46 @@ impl NonceActor {
             seen_height,
             rx: Some(rx),
             metrics: ActorMetrics::new("nonce"),
+            sup: Supervisor::new(Site::Nonce),
+            rebuilt_through: 0,
+            stall_until: None,
         }
+    }
+
+    /// Rebuilds the book after a contained panic: each sender's in-flight
+    /// transactions (the in-flight index) on top of its committed nonce.
+    fn rebuild(&mut self) {
+        let in_flight = self.pending.senders_and_nonces();
+        // Read after the snapshot: a block committed before this read either
+        // had its transactions removed from the snapshot (its progress must
+        // be ignored) or is about to (ignoring it over-counts in-flight
+        // transactions, which only ever errs towards refusing, never towards
+        // a duplicate nonce). A later block's progress applies as usual.
+        let head = self.store.head();
+        let mut by_sender: HashMap<alloy_primitives::Address, (u64, u64)> = HashMap::new();
+        for (sender, nonce) in in_flight {
+            let e = by_sender.entry(sender).or_insert((0, 0));
+            e.0 = e.0.max(nonce.saturating_add(1));
+            e.1 += 1;
+        }
+        let mut book = NonceBook::new();
+        for (sender, (after_max, count)) in by_sender {
+            let committed = self.store.account(&sender).ok().flatten().map_or(0, |a| a.nonce);
+            let next = committed.max(after_max);
+            let first = next.saturating_sub(count);
+            for nonce in first..next {
+                // Cannot fail: each nonce is the next one, with no limit.
+                let _ = book.reserve(sender, nonce, first, u32::MAX);
+            }
+        }
+        tracing::warn!(
+            senders = book.len(),
+            height = head,
+            "nonce book rebuilt from the store and the in-flight index"
+        );
+        self.book = book;
+        self.rebuilt_through = head;
+        self.seen_height = self.seen_height.max(head);
     }
 
     /// The shard that holds all of `sender`'s transactions.
@@ -140,56 +193,131 @@ impl Actor for NonceActor {
     }
 }
 
-impl StreamHandler<NonceMsg> for NonceActor {
-    fn handle(&mut self, msg: NonceMsg, ctx: &mut Context<Self>) {
+impl NonceActor {
+    /// Handles an admission; `Ok` once it is answered or handed on.
+    fn handle_admit(
+        &mut self,
+        tx: sluice_messages::RecoveredTx,
+        committed: CommittedAccount,
+        received: Instant,
+        reply: tokio::sync::oneshot::Sender<Result<(), TxError>>,
+        ctx: &mut Context<Self>,
+    ) {
+        if let Err(e) = self.admit(&tx, committed) {
+            let _ = reply.send(Err(e));
+            return;
+        }
+        metrics::histogram!(m::NONCE_RESERVE_SECONDS).record(received.elapsed().as_secs_f64());
+        if self.counters.len() >= self.max_block_txs {
+            // A lost wake-up only delays the block to the next tick.
+            let _ = self.producer.offer(ProducerMsg::Wake);
+        }
+        let shard = self.shards[Self::shard_of(&tx.sender, self.shards.len())].clone();
+        match shard.offer(ShardMsg::Insert { tx }) {
+            Ok(()) => {
+                let _ = reply.send(Ok(()));
+            }
+            Err(SendError::Full(msg)) => {
+                // Backpressure: stop taking admissions until the
+                // shard has room.
+                ctx.wait(
+                    async move {
+                        let res =
+                            shard.send(msg).await.map_err(|_| TxError::Unavailable("mempool shard stopped"));
+                        let _ = reply.send(res);
+                    }
+                    .into_actor(self),
+                );
+            }
+            Err(SendError::Closed(_)) => {
+                let _ = reply.send(Err(TxError::Unavailable("mempool shard stopped")));
+            }
+        }
+    }
+
+    /// Handles one message inside panic containment.
+    fn process(&mut self, msg: NonceMsg, panic: bool, ctx: &mut Context<Self>) {
         let start = Instant::now();
-        match msg {
+        // The reply of an admission is kept outside the contained section,
+        // so a panic still answers it.
+        let mut admit_reply = None;
+        let outcome = contain(|| match msg {
             NonceMsg::Admit { tx, committed, received, reply } => {
-                if let Err(e) = self.admit(&tx, committed) {
-                    let _ = reply.send(Err(e));
-                    self.metrics.handled(start);
-                    return;
+                let reply = admit_reply.insert(Some(reply));
+                if panic {
+                    panic!("injected panic at failpoint nonce");
                 }
-                metrics::histogram!(m::NONCE_RESERVE_SECONDS).record(received.elapsed().as_secs_f64());
-                if self.counters.len() >= self.max_block_txs {
-                    // A lost wake-up only delays the block to the next tick.
-                    let _ = self.producer.offer(ProducerMsg::Wake);
-                }
-                let shard = self.shards[Self::shard_of(&tx.sender, self.shards.len())].clone();
-                match shard.offer(ShardMsg::Insert { tx }) {
-                    Ok(()) => {
-                        let _ = reply.send(Ok(()));
-                    }
-                    Err(SendError::Full(msg)) => {
-                        // Backpressure: stop taking admissions until the
-                        // shard has room.
-                        ctx.wait(
-                            async move {
-                                let res = shard
-                                    .send(msg)
-                                    .await
-                                    .map_err(|_| TxError::Unavailable("mempool shard stopped"));
-                                let _ = reply.send(res);
-                            }
-                            .into_actor(self),
-                        );
-                    }
-                    Err(SendError::Closed(_)) => {
-                        let _ = reply.send(Err(TxError::Unavailable("mempool shard stopped")));
-                    }
+                if let Some(reply) = reply.take() {
+                    self.handle_admit(tx, committed, received, reply, ctx);
                 }
             }
             NonceMsg::Executed { height, senders } => {
-                for s in senders {
-                    self.book.executed(&s.address, s.count, s.nonce);
+                if height > self.rebuilt_through {
+                    for s in senders {
+                        self.book.executed(&s.address, s.count, s.nonce);
+                    }
                 }
                 self.seen_height = self.seen_height.max(height);
                 metrics::gauge!(m::NONCE_SENDERS).set(self.book.len() as f64);
             }
+            NonceMsg::Dropped { address, nonce } => {
+                // The latest reservation rolls back exactly; an older one
+                // dooms the sender's later transactions, and the book
+                // resyncs when they are skipped.
+                if !self.book.unreserve(&address, nonce) {
+                    self.book.executed(&address, 1, nonce);
+                }
+            }
             NonceMsg::PendingNonce { address, reply } => {
                 let _ = reply.send(self.book.next_nonce(&address));
             }
+        });
+        if let Err(panic) = outcome {
+            if let Some(Some(reply)) = admit_reply {
+                let _ = reply.send(Err(TxError::Unavailable("internal error: nonce reservation restarted")));
+            }
+            self.sup.panicked(&panic);
+            if let Err(p) = contain(|| self.rebuild()) {
+                tracing::error!(panic = p, "rebuilding the nonce book panicked");
+            }
         }
         self.metrics.handled(start);
+    }
+}
+
+impl StreamHandler<NonceMsg> for NonceActor {
+    fn handle(&mut self, msg: NonceMsg, ctx: &mut Context<Self>) {
+        if let Some(until) = self.stall_until.take() {
+            if until > Instant::now() {
+                let wait = tokio::time::sleep_until(until.into());
+                ctx.wait(wait.into_actor(self).map(move |_, act, ctx| act.handle(msg, ctx)));
+                return;
+            }
+        }
+        // Only admissions carry faults: progress and queries are how the
+        // book stays right.
+        let fault = match &msg {
+            NonceMsg::Admit { .. } => faults::point(Site::Nonce).fire(),
+            _ => None,
+        };
+        match (fault, msg) {
+            (Some(Action::Delay(d)), msg) => {
+                let wait = tokio::time::sleep(d);
+                ctx.wait(wait.into_actor(self).map(move |_, act, ctx| act.process(msg, false, ctx)));
+            }
+            (Some(Action::Drop | Action::Error), NonceMsg::Admit { reply, .. }) => {
+                let why = if fault == Some(Action::Drop) {
+                    "request dropped (injected fault at nonce)"
+                } else {
+                    "injected error at failpoint nonce"
+                };
+                let _ = reply.send(Err(TxError::Unavailable(why)));
+            }
+            (Some(Action::Stall(d)), msg) => {
+                self.process(msg, false, ctx);
+                self.stall_until = Some(Instant::now() + d);
+            }
+            (fault, msg) => self.process(msg, fault == Some(Action::Panic), ctx),
+        }
     }
 }

@@ -44,6 +44,16 @@ impl PendingTxs {
         self.shard(hash).lock().remove(hash);
     }
 
+    /// Each in-flight transaction's sender and nonce (to rebuild the nonce
+    /// book after a restart).
+    pub fn senders_and_nonces(&self) -> Vec<(alloy_primitives::Address, u64)> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            out.extend(shard.lock().values().map(|tx| (tx.sender, tx.nonce())));
+        }
+        out
+    }
+
     /// Number of in-flight transactions.
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()

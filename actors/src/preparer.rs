@@ -7,6 +7,10 @@
 //! prepared-transaction cache; misses are recovered here over
 //! `prepare_workers` threads. The finalizer's mailbox holds
 //! `prepare_ahead_blocks` blocks: that is how far preparation runs ahead.
+//!
+//! Faults are handled by [`run_blocking`]: preparation has no chain state
+//! (the cache is only an accelerator), so a contained panic just retries the
+//! same sealed block.
 
 use std::{sync::Arc, time::Instant};
 
@@ -15,9 +19,11 @@ use sluice_messages::PreparedBlock;
 use sluice_txpool::{prepare_block_timed, PreparedTxCache};
 
 use crate::{
+    faults::{self, Site},
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{ExecuteMsg, PrepareMsg},
+    supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
 };
 
 /// The preparation actor.
@@ -29,6 +35,7 @@ pub struct Preparer {
     rx: Option<MailboxReceiver<PrepareMsg>>,
     metrics: ActorMetrics,
     reported: (u64, u64, u64),
+    sup: Supervisor,
 }
 
 impl Preparer {
@@ -48,6 +55,7 @@ impl Preparer {
             rx: Some(rx),
             metrics: ActorMetrics::new("preparer"),
             reported: (0, 0, 0),
+            sup: Supervisor::new(Site::Preparer),
         }
     }
 
@@ -72,28 +80,53 @@ impl Actor for Preparer {
     }
 }
 
-impl StreamHandler<PrepareMsg> for Preparer {
-    fn handle(&mut self, msg: PrepareMsg, _ctx: &mut Context<Self>) {
+impl Stage for Preparer {
+    type Msg = PrepareMsg;
+
+    fn attempt(&mut self, msg: &PrepareMsg, inject: Inject) -> Result<(), String> {
+        inject.strike(Site::Preparer)?;
         let start = Instant::now();
         let (txs, phases) = prepare_block_timed(&msg.block.txs, &self.cache, self.chain_id, self.workers);
         let number = msg.block.header.number;
         metrics::histogram!(m::PREPARE_SECONDS).record(start.elapsed().as_secs_f64());
         metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "hash").record(phases.hash.as_secs_f64());
-        metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "lookup").record(phases.lookup.as_secs_f64());
-        metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "recover").record(phases.recover.as_secs_f64());
+        metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "lookup")
+            .record(phases.lookup.as_secs_f64());
+        metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "recover")
+            .record(phases.recover.as_secs_f64());
         // How far preparation runs ahead of execution, in blocks waiting.
         metrics::gauge!(m::PREPARED_AHEAD).set(self.finalizer.depth() as f64);
         metrics::gauge!(m::PREPARED_HEIGHT).set(number as f64);
         self.report_cache();
         // This thread is ours alone: blocking here is the backpressure that
         // stops the producer when execution is behind.
-        if self
-            .finalizer
-            .send_blocking(ExecuteMsg { block: PreparedBlock { block: msg.block, txs } })
-            .is_err()
-        {
+        let prepared = PreparedBlock { block: Arc::clone(&msg.block), txs };
+        if self.finalizer.send_blocking(ExecuteMsg { block: prepared }).is_err() {
             tracing::error!(number, "finalizer stopped; prepared block not delivered");
         }
+        Ok(())
+    }
+
+    fn rebuild(&mut self) {
+        // No chain state here; restart the cache counters' baseline so a
+        // half-reported interval is not counted twice.
+        self.reported = (self.cache.hits(), self.cache.misses(), self.cache.evictions());
+    }
+
+    fn abandon(&mut self, msg: &PrepareMsg) {
+        let hashes = msg.block.txs.iter().map(|raw| sluice_messages::keccak256(raw));
+        report_dropped(msg.block.header.number, hashes, m::DROP_HALTED);
+    }
+
+    fn supervisor(&mut self) -> &mut Supervisor {
+        &mut self.sup
+    }
+}
+
+impl StreamHandler<PrepareMsg> for Preparer {
+    fn handle(&mut self, msg: PrepareMsg, _ctx: &mut Context<Self>) {
+        let start = Instant::now();
+        run_blocking(self, faults::point(Site::Preparer), &msg);
         self.metrics.handled(start);
     }
 }

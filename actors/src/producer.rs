@@ -10,6 +10,11 @@
 //! Sealing waits for room in the preparation mailbox: when preparation is
 //! behind, the producer stops, the mempool fills, and admission answers
 //! `txpool is full`.
+//!
+//! Faults strike when a seal begins (on the tick or a wake-up, never during
+//! the shutdown flush). A contained panic restarts the producer in place:
+//! its state is the parent it builds on, which nothing changed, so the
+//! transactions simply wait in the mempool for the next seal.
 
 use std::{
     sync::Arc,
@@ -23,9 +28,11 @@ use sluice_txpool::PoolCounters;
 use tokio::sync::oneshot;
 
 use crate::{
+    faults::{self, Action, Site},
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{PrepareMsg, ProducerMsg, ShardMsg},
+    supervise::{contain, Inject, Supervisor},
 };
 
 /// Block limits and constants the producer stamps into headers.
@@ -67,6 +74,9 @@ pub struct Producer {
     last_sealed: Option<Instant>,
     rx: Option<MailboxReceiver<ProducerMsg>>,
     metrics: ActorMetrics,
+    sup: Supervisor,
+    /// An injected stall: nothing is sealed before this.
+    stall_until: Option<Instant>,
 }
 
 impl Producer {
@@ -89,6 +99,50 @@ impl Producer {
             last_sealed: None,
             rx: Some(rx),
             metrics: ActorMetrics::new("producer"),
+            sup: Supervisor::new(Site::Producer),
+            stall_until: None,
+        }
+    }
+
+    /// A seal on the tick or a wake-up, with the failpoint applied and
+    /// panics contained.
+    fn seal_supervised(&mut self, ctx: &mut Context<Self>) {
+        if self.stall_until.is_some_and(|t| t > Instant::now()) {
+            return;
+        }
+        self.stall_until = None;
+        let inject = match faults::point(Site::Producer).fire() {
+            None => Inject::Nothing,
+            Some(Action::Panic) => Inject::Panic,
+            Some(Action::Error) => {
+                // Nothing was taken: the next tick seals.
+                self.sup.failed("injected error at failpoint producer");
+                return;
+            }
+            // The trigger is lost; the next tick seals.
+            Some(Action::Drop) => return,
+            Some(Action::Delay(d)) => {
+                let wait = tokio::time::sleep(d);
+                ctx.wait(wait.into_actor(self).map(|_, act, ctx| act.seal_contained(ctx, Inject::Nothing)));
+                return;
+            }
+            Some(Action::Stall(d)) => {
+                self.stall_until = Some(Instant::now() + d);
+                Inject::Nothing
+            }
+        };
+        self.seal_contained(ctx, inject);
+    }
+
+    fn seal_contained(&mut self, ctx: &mut Context<Self>, inject: Inject) {
+        let outcome = contain(|| {
+            let _ = inject.strike(Site::Producer);
+            self.seal(ctx);
+        });
+        if let Err(panic) = outcome {
+            // The parent is unchanged (it moves only once a block is handed
+            // to preparation), so restarting in place is exact.
+            self.sup.panicked(&panic);
         }
     }
 
@@ -234,7 +288,7 @@ impl Actor for Producer {
         if let Some(rx) = self.rx.take() {
             ctx.add_stream(rx.into_stream());
         }
-        ctx.run_interval(self.settings.block_time, |act, ctx| act.seal(ctx));
+        ctx.run_interval(self.settings.block_time, |act, ctx| act.seal_supervised(ctx));
     }
 }
 
@@ -243,7 +297,7 @@ impl StreamHandler<ProducerMsg> for Producer {
         match msg {
             ProducerMsg::Wake => {
                 if self.counters.len() >= self.settings.max_block_txs as u64 {
-                    self.seal(ctx);
+                    self.seal_supervised(ctx);
                 }
             }
             ProducerMsg::Flush { reply } => {

@@ -50,6 +50,15 @@ pub enum NonceMsg {
         /// Each sender of the block.
         senders: Vec<SenderProgress>,
     },
+    /// An admitted transaction was lost before any block carried it (an
+    /// injected `drop` in a mempool shard): it no longer holds its
+    /// reservation.
+    Dropped {
+        /// Its sender.
+        address: Address,
+        /// Its nonce.
+        nonce: u64,
+    },
     /// The next nonce a sender can use (`eth_getTransactionCount pending`).
     PendingNonce {
         /// The sender.

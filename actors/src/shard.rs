@@ -4,16 +4,27 @@
 //! Capacity is taken by the nonce actor before a transaction is forwarded
 //! here and released when the producer takes it, so the shard never refuses
 //! an insert and the pool as a whole never exceeds its limits.
+//!
+//! A panic while handling a message is contained and the message retried:
+//! the queue itself is the shard's state, and every operation on it happens
+//! after the fault point, so it is intact. An injected `drop` of an insert
+//! loses the transaction for real; the loss is reported (log with its hash,
+//! `sluice_txs_dropped_total`) and its reservation and capacity are given
+//! back.
 
 use std::{sync::Arc, time::Instant};
 
 use actix::prelude::*;
+use sluice_messages::RecoveredTx;
 use sluice_txpool::{MempoolShard, PoolCounters};
 
 use crate::{
-    mailbox::MailboxReceiver,
+    faults::{self, Action, Site},
+    mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
-    protocol::ShardMsg,
+    pending::PendingTxs,
+    protocol::{NonceMsg, ShardMsg},
+    supervise::{contain, Inject, Supervisor, Verdict},
 };
 
 /// One mempool shard actor.
@@ -24,6 +35,11 @@ pub struct ShardActor {
     rx: Option<MailboxReceiver<ShardMsg>>,
     metrics: ActorMetrics,
     depth: metrics::Gauge,
+    sup: Supervisor,
+    /// Where a lost transaction is forgotten and its reservation returned.
+    lost: Option<(Arc<PendingTxs>, MailboxSender<NonceMsg>)>,
+    /// An injected stall: no message is handled before this.
+    stall_until: Option<Instant>,
 }
 
 impl ShardActor {
@@ -36,6 +52,98 @@ impl ShardActor {
             rx: Some(rx),
             metrics: ActorMetrics::new("mempool_shard"),
             depth: metrics::gauge!(m::MEMPOOL_SHARD_TXS, "shard" => index.to_string()),
+            sup: Supervisor::new(Site::MempoolShard),
+            lost: None,
+            stall_until: None,
+        }
+    }
+
+    /// Lets the shard report a lost transaction: removed from the in-flight
+    /// index, its nonce reservation returned to the nonce actor.
+    pub fn with_loss_reporting(mut self, pending: Arc<PendingTxs>, nonce: MailboxSender<NonceMsg>) -> Self {
+        self.lost = Some((pending, nonce));
+        self
+    }
+
+    /// Gives up on an admitted transaction, saying why.
+    fn lose(&mut self, tx: RecoveredTx, reason: &'static str) {
+        tracing::error!(shard = self.index, tx = %tx.hash, sender = %tx.sender, nonce = tx.nonce(), reason, "admitted transaction dropped");
+        metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(1);
+        self.counters.release(1, tx.raw.len());
+        if let Some((pending, nonce)) = &self.lost {
+            pending.remove(&tx.hash);
+            // Never wait on the nonce actor (it waits on us); a missed
+            // notice only leaves the sender's book to resync at execution.
+            let _ = nonce.offer(NonceMsg::Dropped { address: tx.sender, nonce: tx.nonce() });
+        }
+    }
+
+    /// Handles one message; a fault is struck first, so a panic or error
+    /// leaves the message (and the queue) untouched for the retry.
+    fn process(&mut self, slot: &mut Option<ShardMsg>, inject: Inject) -> Result<(), String> {
+        inject.strike(Site::MempoolShard)?;
+        match slot.take() {
+            Some(ShardMsg::Insert { tx }) => {
+                if let Err(e) = self.pool.push(tx) {
+                    // Unreachable while capacity is taken before forwarding;
+                    // logged rather than lost silently.
+                    tracing::error!(shard = self.index, error = %e, "mempool shard refused an admitted transaction");
+                }
+            }
+            Some(ShardMsg::Take { max_txs, gas_budget, max_bytes, reply }) => {
+                self.take(max_txs, gas_budget, max_bytes, reply);
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Handles `msg` under supervision: contained panics and errors are
+    /// retried (each retry meets the failpoint again) until the supervisor
+    /// halts the node, then the message is given up on and reported.
+    fn supervised(&mut self, msg: ShardMsg, mut inject: Inject) {
+        let mut slot = Some(msg);
+        loop {
+            let verdict = match contain(|| self.process(&mut slot, inject)) {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) => self.sup.failed(&e),
+                Err(panic) => self.sup.panicked(&panic),
+            };
+            if verdict == Verdict::Halted {
+                break;
+            }
+            inject = match faults::point(Site::MempoolShard).fire_shard(self.index) {
+                Some(Action::Panic) => Inject::Panic,
+                Some(Action::Error) => Inject::Error,
+                _ => Inject::Nothing,
+            };
+        }
+        match slot.take() {
+            Some(ShardMsg::Insert { tx }) => self.lose(tx, m::DROP_HALTED),
+            // Answered: nothing taken.
+            Some(ShardMsg::Take { reply, .. }) => drop(reply.send(Vec::new())),
+            None => {}
+        }
+    }
+
+    fn take(
+        &mut self,
+        max_txs: usize,
+        gas_budget: u64,
+        max_bytes: usize,
+        reply: tokio::sync::oneshot::Sender<Vec<RecoveredTx>>,
+    ) {
+        let txs = self.pool.take(max_txs, gas_budget, max_bytes);
+        let bytes = txs.iter().map(|t| t.raw.len()).sum();
+        self.counters.release(txs.len(), bytes);
+        if let Err(txs) = reply.send(txs) {
+            // The producer went away mid-request (shutdown): put the
+            // transactions back in front, in order.
+            tracing::warn!(shard = self.index, n = txs.len(), "block producer dropped a take; restoring");
+            let n = txs.len();
+            let bytes: usize = txs.iter().map(|t| t.raw.len()).sum();
+            self.pool.restore_front(txs);
+            self.counters.force_acquire(n, bytes);
         }
     }
 }
@@ -51,34 +159,36 @@ impl Actor for ShardActor {
 }
 
 impl StreamHandler<ShardMsg> for ShardActor {
-    fn handle(&mut self, msg: ShardMsg, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: ShardMsg, ctx: &mut Context<Self>) {
+        if let Some(until) = self.stall_until.take() {
+            if until > Instant::now() {
+                let wait = tokio::time::sleep_until(until.into());
+                ctx.wait(wait.into_actor(self).map(move |_, act, ctx| act.handle(msg, ctx)));
+                return;
+            }
+        }
         let start = Instant::now();
-        match msg {
-            ShardMsg::Insert { tx } => {
-                if let Err(e) = self.pool.push(tx) {
-                    // Unreachable while capacity is taken before forwarding;
-                    // logged rather than lost silently.
-                    tracing::error!(shard = self.index, error = %e, "mempool shard refused an admitted transaction");
-                }
+        match faults::point(Site::MempoolShard).fire_shard(self.index) {
+            None => self.supervised(msg, Inject::Nothing),
+            Some(Action::Panic) => self.supervised(msg, Inject::Panic),
+            Some(Action::Error) => self.supervised(msg, Inject::Error),
+            Some(Action::Delay(d)) => {
+                let wait = tokio::time::sleep(d);
+                ctx.wait(wait.into_actor(self).map(move |_, act, _| {
+                    act.supervised(msg, Inject::Nothing);
+                    act.depth.set(act.pool.len() as f64);
+                }));
             }
-            ShardMsg::Take { max_txs, gas_budget, max_bytes, reply } => {
-                let txs = self.pool.take(max_txs, gas_budget, max_bytes);
-                let bytes = txs.iter().map(|t| t.raw.len()).sum();
-                self.counters.release(txs.len(), bytes);
-                if let Err(txs) = reply.send(txs) {
-                    // The producer went away mid-request (shutdown): put the
-                    // transactions back in front, in order.
-                    tracing::warn!(
-                        shard = self.index,
-                        n = txs.len(),
-                        "block producer dropped a take; restoring"
-                    );
-                    let n = txs.len();
-                    let bytes: usize = txs.iter().map(|t| t.raw.len()).sum();
-                    self.pool.restore_front(txs);
-                    self.counters.force_acquire(n, bytes);
-                }
+            Some(Action::Stall(d)) => {
+                self.supervised(msg, Inject::Nothing);
+                self.stall_until = Some(Instant::now() + d);
             }
+            Some(Action::Drop) => match msg {
+                ShardMsg::Insert { tx } => self.lose(tx, m::DROP_FAULT),
+                // A lost take is answered with nothing taken: the
+                // transactions stay for the next block.
+                ShardMsg::Take { reply, .. } => drop(reply.send(Vec::new())),
+            },
         }
         self.depth.set(self.pool.len() as f64);
         self.metrics.handled(start);

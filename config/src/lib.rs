@@ -57,6 +57,35 @@ pub struct Config {
     pub pipeline: PipelineConfig,
     /// Chain data.
     pub store: StoreConfig,
+    /// Fault injection (tests and drills).
+    pub faults: FaultsConfig,
+    /// Panic containment and escalation.
+    pub supervision: SupervisionConfig,
+}
+
+/// Fault injection: failpoints and the `debug_` namespace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsConfig {
+    /// Failpoints armed at start: `site=action[*K]` entries separated by
+    /// `;` (see FAULTS.md); empty for none.
+    pub failpoints: String,
+    /// Serve the `debug_` JSON-RPC namespace (failpoints at run time);
+    /// only allowed with a loopback `rpc.addr`.
+    pub debug_rpc: bool,
+}
+
+/// Panic containment and escalation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionConfig {
+    /// Failures of one actor tolerated within `window_ms`; one more halts
+    /// the node.
+    pub max_failures: u32,
+    /// The window failures are counted over.
+    pub window_ms: u64,
+    /// A stage on its own thread waits n times this before its n-th retry.
+    pub retry_backoff_ms: u64,
 }
 
 /// Chain parameters and genesis.
@@ -181,6 +210,12 @@ pub struct PipelineConfig {
     pub prepare_workers: usize,
     /// Prepared-transaction cache entries.
     pub prepared_cache_txs: usize,
+    /// Parallel executor worker threads.
+    pub execute_workers: usize,
+    /// Smallest block executed in parallel.
+    pub occ_min_block_txs: usize,
+    /// Incarnations before a block falls back to sequential execution.
+    pub occ_max_incarnations: u32,
 }
 
 /// Chain data.
@@ -274,6 +309,9 @@ impl Default for Config {
                 commit_mailbox_blocks: 2,
                 prepare_workers: 2,
                 prepared_cache_txs: 15_000,
+                execute_workers: 2,
+                occ_min_block_txs: 64,
+                occ_max_incarnations: 10,
             },
             store: StoreConfig {
                 data_dir: PathBuf::from("./sluice-data"),
@@ -281,6 +319,8 @@ impl Default for Config {
                 cache_blocks: 1024,
                 inject_commit_failure_at_height: 0,
             },
+            faults: FaultsConfig { failpoints: String::new(), debug_rpc: false },
+            supervision: SupervisionConfig { max_failures: 5, window_ms: 10_000, retry_backoff_ms: 10 },
         }
     }
 }
@@ -389,6 +429,17 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "mempool.max_tx_size_bytes exceeds mempool.max_bytes or producer.max_block_bytes".into(),
             ));
+        }
+        if self.supervision.window_ms == 0 {
+            return Err(ConfigError::Invalid("supervision.window_ms must be greater than 0".into()));
+        }
+        // The debug_ namespace can arm a panic anywhere: never reachable
+        // from another host.
+        if self.faults.debug_rpc && !self.rpc.addr.ip().is_loopback() {
+            return Err(ConfigError::Invalid(format!(
+                "faults.debug_rpc needs a loopback rpc.addr, not {}",
+                self.rpc.addr
+            )));
         }
         if self.chain.block_gas_limit < 21_000 {
             return Err(ConfigError::Invalid("chain.block_gas_limit is below 21000".into()));

@@ -124,7 +124,13 @@ pub fn execute_block(
 }
 
 /// The receipt of an applied transaction.
-pub(crate) fn receipt(tx: &RecoveredTx, base_fee: u64, index: u32, cumulative: u64, result: ExecutionResult) -> Receipt {
+pub(crate) fn receipt(
+    tx: &RecoveredTx,
+    base_fee: u64,
+    index: u32,
+    cumulative: u64,
+    result: ExecutionResult,
+) -> Receipt {
     let gas_used = result.tx_gas_used();
     let contract_address = result.created_address();
     let success = result.is_success();

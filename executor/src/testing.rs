@@ -4,14 +4,12 @@
 //! definition in [`crate::sequential`] prescribes, so tests can chain blocks
 //! and check that applying a block's changes reproduces its end state.
 
-use std::collections::HashMap;
-
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_primitives::{keccak256, map::HashMap, Address, Bytes, B256, U256};
 use sluice_messages::ChangeSet;
 use sluice_store::{reader::EMPTY_CODE_HASH, Account, StateReader, StoreError};
 
-/// A state held in hash maps. Absent accounts do not exist; absent slots
-/// are zero.
+/// A state held in hash maps (foldhash, as revm's own `CacheDB`). Absent
+/// accounts do not exist; absent slots are zero.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemState {
     accounts: HashMap<Address, Account>,

@@ -37,11 +37,38 @@ fn check_same(label: &str, state: &MemState, expected: &BlockOutcome, got: &Bloc
     assert!(after(state, expected) == after(state, got), "{label}: end states differ");
 }
 
-fn check_block(label: &str, state: &MemState, block: &PreparedBlock, max_incarnations: u32) {
+/// What the random blocks exercised, to keep the generator honest.
+#[derive(Debug, Default)]
+struct Coverage {
+    applied: usize,
+    skipped: usize,
+    failed: usize,
+    conflicts: u64,
+    fast: u64,
+    parallel: usize,
+    fallbacks: std::collections::BTreeMap<&'static str, usize>,
+}
+
+fn check_block(
+    label: &str,
+    state: &MemState,
+    block: &PreparedBlock,
+    max_incarnations: u32,
+    cov: &mut Coverage,
+) {
     let expected = run(state, block);
+    cov.applied += expected.receipts.len();
+    cov.failed += expected.receipts.iter().filter(|r| !r.success).count();
+    cov.skipped += expected.skipped.len();
     for workers in [1, 2, 3, 8] {
         let got = occ(workers, max_incarnations).execute_block(state, block).expect("block executes");
         check_same(&format!("{label}, {workers} workers"), state, &expected, &got);
+        cov.conflicts += u64::from(got.stats.conflicts);
+        cov.fast += u64::from(got.stats.fast_transfers);
+        match got.stats.mode {
+            ExecMode::Parallel => cov.parallel += 1,
+            ExecMode::Sequential { reason } => *cov.fallbacks.entry(reason.as_str()).or_default() += 1,
+        }
     }
 }
 
@@ -54,12 +81,15 @@ fn random_blocks_match_sequential() {
             (0..n).collect()
         }
     };
+    let mut cov = Coverage::default();
     for seed in seeds {
         let len = 16 + (seed * 37 % 150) as usize;
         let s = gen::scenario(seed, len);
         let max_incarnations = if seed % 7 == 3 { 1 } else { 10 };
-        check_block(&format!("seed {seed} (replay: OCC_SEED={seed})"), &s.state, &s.block, max_incarnations);
+        let label = format!("seed {seed} (replay: OCC_SEED={seed})");
+        check_block(&label, &s.state, &s.block, max_incarnations, &mut cov);
     }
+    eprintln!("{cov:?}");
 }
 
 fn distinct_transfers(n: u64) -> (MemState, PreparedBlock) {
@@ -180,7 +210,7 @@ fn explicit_coinbase_reads_see_every_earlier_fee() {
     let expected = run(&state, &b);
     let seen = after(&state, &expected).get_storage(&reader, &U256::ZERO);
     assert!(seen > U256::ZERO);
-    check_block("coinbase reads", &state, &b, 10);
+    check_block("coinbase reads", &state, &b, 10, &mut Coverage::default());
 }
 
 #[test]
@@ -202,4 +232,48 @@ fn the_token_moves_balances_and_logs() {
     let end = after(&state, &out);
     assert_eq!(end.get_storage(&token, &erc20::balance_slot(alice.address())), U256::from(70));
     assert_eq!(end.get_storage(&token, &erc20::balance_slot(bob.address())), U256::from(30));
+}
+
+#[test]
+fn storage_of_a_deleted_account_reads_zero_later_in_the_block() {
+    use alloy_consensus::{TxEip7702, TypedTransaction};
+    use alloy_eips::eip7702::Authorization;
+    // An empty account with storage at block start (only a genesis can make
+    // one): a zero-value transfer deletes it (EIP-161) and wipes its
+    // storage; it is then delegated to the counter and called, which must
+    // read slot 0 as zero, not as the block-start 5.
+    let mut state = funded_state();
+    let counter = Address::repeat_byte(0xc0);
+    state.set_code(counter, counter_runtime());
+    let empty = signer(9);
+    state.set_account(empty.address(), U256::ZERO, 0);
+    state.set_storage(empty.address(), U256::ZERO, U256::from(5));
+    let auth = Authorization { chain_id: U256::from(CHAIN_ID), address: counter, nonce: 0 };
+    let signed = auth.clone().into_signed(empty.sign_hash(&auth.signature_hash()));
+    let delegate = TxEip7702 {
+        chain_id: CHAIN_ID,
+        nonce: 0,
+        gas_limit: 200_000,
+        max_fee_per_gas: 10_000_000_000,
+        max_priority_fee_per_gas: 1,
+        to: Address::repeat_byte(0x99),
+        value: U256::ZERO,
+        access_list: Default::default(),
+        authorization_list: vec![signed],
+        input: Bytes::new(),
+    };
+    let mut txs = vec![
+        transfer(&signer(1), 0, empty.address(), 0),
+        sluice_messages::PreparedTx::Ready(recovered(&signer(2), TypedTransaction::Eip7702(delegate))),
+        eip1559(&signer(3), 0, TxKind::Call(empty.address()), 0, Bytes::new(), 100_000),
+    ];
+    // Unrelated work so that workers really run concurrently.
+    for i in 0..40 {
+        txs.push(transfer(&signer(4), i, Address::repeat_byte(0x50), 1));
+    }
+    let b = block(1, GAS_LIMIT, txs);
+    let expected = run(&state, &b);
+    assert!(expected.receipts.iter().all(|r| r.success), "{:?}", expected.skipped);
+    assert_eq!(after(&state, &expected).get_storage(&empty.address(), &U256::ZERO), U256::from(1));
+    check_block("wiped storage", &state, &b, 10, &mut Coverage::default());
 }

@@ -37,9 +37,10 @@ use crate::{
 /// Most senders resynced in one batch (sluice's default batch limit is
 /// 1,000 calls).
 const RESYNC_BATCH: usize = 500;
-/// A sender thread gives up after this many failed exchanges in a row (the
-/// target is gone).
-const MAX_TRANSPORT_FAILURES: u32 = 20;
+/// A sender thread gives up after this many failed exchanges in a row: the
+/// target is gone or stuck, and each failure may have cost a whole request
+/// timeout.
+const MAX_TRANSPORT_FAILURES: u32 = 3;
 
 /// What a sender thread is told.
 #[derive(Debug, Clone)]

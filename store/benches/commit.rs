@@ -13,7 +13,11 @@ use sluice_store::{DurableOptions, Genesis, GenesisAccount, Store, StoredBlock, 
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn addr(i: u64) -> Address {
@@ -97,11 +101,24 @@ fn genesis(accounts: u64) -> Genesis {
     let alloc: BTreeMap<Address, GenesisAccount> = (1..=accounts)
         .map(|i| (addr(i), GenesisAccount { balance: U256::from(10u128.pow(21)), ..Default::default() }))
         .collect();
-    Genesis { chain_id: 31337, timestamp: 0, gas_limit: 150_000_000, base_fee: 1_000_000_000, coinbase: Address::ZERO, alloc }
+    Genesis {
+        chain_id: 31337,
+        timestamp: 0,
+        gas_limit: 150_000_000,
+        base_fee: 1_000_000_000,
+        coinbase: Address::ZERO,
+        alloc,
+    }
 }
 
 fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
-    DurableOptions { dir: dir.to_path_buf(), spec: "prague".into(), sync, cache_blocks: 64, fail_commit_at: 0 }
+    DurableOptions {
+        dir: dir.to_path_buf(),
+        spec: "prague".into(),
+        sync,
+        cache_blocks: 64,
+        fail_commit_at: 0,
+    }
 }
 
 fn main() {
@@ -113,7 +130,10 @@ fn main() {
     println!();
     println!("| sync | ms/block (mean) | ms/block (best) | bytes on disk per tx |");
     println!("|---|---|---|---|");
-    for (label, sync) in [("every block (fsync)", SyncPolicy::EveryBlock), ("off (grouped, 1 sync per 1000)", SyncPolicy::EveryNBlocks(1000))] {
+    for (label, sync) in [
+        ("every block (fsync)", SyncPolicy::EveryBlock),
+        ("off (grouped, 1 sync per 1000)", SyncPolicy::EveryNBlocks(1000)),
+    ] {
         let dir = base.join(label.split(' ').next().unwrap_or("x"));
         let _ = std::fs::remove_dir_all(&dir);
         let store = Store::open(&genesis(txs), &opts(&dir, sync)).expect("open");
@@ -150,7 +170,11 @@ fn main() {
     println!("| genesis written (one transaction) | {:.2} s |", create.as_secs_f64());
     println!("| restart (open + load state + verify) | {:.2} s |", restart.as_secs_f64());
     println!("| database size | {:.0} MiB |", store.db_bytes() as f64 / 1048576.0);
-    println!("| RSS after restart (process, includes the genesis map) | {:.0} MiB (before open: {:.0} MiB) |", rss_mib(), rss_before);
+    println!(
+        "| RSS after restart (process, includes the genesis map) | {:.0} MiB (before open: {:.0} MiB) |",
+        rss_mib(),
+        rss_before
+    );
     drop(store);
     let _ = std::fs::remove_dir_all(&base);
 }

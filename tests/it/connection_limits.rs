@@ -42,7 +42,9 @@ fn slow_clients_hold_at_most_the_connection_limit_and_are_dropped() {
     let served = loop {
         match ureq::post(&node.url).timeout(Duration::from_secs(2)).send_string(&body) {
             Ok(r) => break r.into_string().unwrap(),
-            Err(_) if start.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(100)),
+            Err(_) if start.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
             Err(e) => panic!("never served after the slow clients timed out: {e}"),
         }
     };

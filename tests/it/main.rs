@@ -14,6 +14,8 @@ mod connection_limits;
 mod contract_deploy_and_call;
 mod crash_kill9_loses_nothing;
 mod durable_restart_resumes;
+mod fault_config_and_debug_namespace;
+mod fault_each_actor_each_kind;
 mod json_rpc_framing;
 mod mailbox_bounds_hold;
 mod shutdown_drains_pipeline;

@@ -22,7 +22,11 @@ const CHAIN_ID: u64 = 31337;
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// `n` signed transfers from `n` distinct senders.
@@ -62,7 +66,8 @@ fn main() {
     let n = arg("--txs", 5000);
     let rounds = arg("--rounds", 5);
     let (raws, senders) = block(n);
-    let recovered: Vec<RecoveredTx> = raws.iter().map(|r| recover_raw(r.clone()).expect("recovers")).collect();
+    let recovered: Vec<RecoveredTx> =
+        raws.iter().map(|r| recover_raw(r.clone()).expect("recovers")).collect();
 
     // Baseline: plain single-thread recovery of every transaction.
     let single = best(rounds, || {
@@ -73,8 +78,15 @@ fn main() {
         }
         t.elapsed()
     });
-    println!("machine: {} cores; block of {n} EIP-1559 transfers; best of {rounds}", std::thread::available_parallelism().map_or(0, |p| p.get()));
-    println!("single-thread recovery: {:.2} ms/block ({:.1} us/tx)", ms(single), single.as_secs_f64() * 1e6 / n as f64);
+    println!(
+        "machine: {} cores; block of {n} EIP-1559 transfers; best of {rounds}",
+        std::thread::available_parallelism().map_or(0, |p| p.get())
+    );
+    println!(
+        "single-thread recovery: {:.2} ms/block ({:.1} us/tx)",
+        ms(single),
+        single.as_secs_f64() * 1e6 / n as f64
+    );
     println!();
     println!("| cache | workers | ms/block | hash ms | lookup ms | recover ms | vs single-thread recovery |");
     println!("|---|---|---|---|---|---|---|");
@@ -109,7 +121,10 @@ fn main() {
     }
     let ideal = single / 2;
     println!();
-    println!("target: all misses, 2 workers <= 1.15 x (single / 2) = {:.2} ms; all hits <= 1.5 ms", ms(ideal) * 1.15);
+    println!(
+        "target: all misses, 2 workers <= 1.15 x (single / 2) = {:.2} ms; all hits <= 1.5 ms",
+        ms(ideal) * 1.15
+    );
 
     // Admission alone, no network: stateless checks + recovery, then the
     // serialized part (nonce reservation, pool capacity, shard, cache).
@@ -160,5 +175,9 @@ fn main() {
     println!("| stateless checks + recovery, 2 threads | {:.0} |", tps(two_thread));
     println!("| serialized part alone (nonce, pool, cache, shard) | {:.0} |", tps(serial));
     let pipeline = tps(two_thread).min(tps(serial));
-    println!("| admission path, 2 threads + serial section | {:.0} ({:.0}% of the 2-core recovery limit) |", pipeline, 100.0 * pipeline / (2.0 * tps(single)));
+    println!(
+        "| admission path, 2 threads + serial section | {:.0} ({:.0}% of the 2-core recovery limit) |",
+        pipeline,
+        100.0 * pipeline / (2.0 * tps(single))
+    );
 }

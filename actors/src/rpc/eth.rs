@@ -56,6 +56,9 @@ const METHODS: &[&str] = &[
     "eth_getLogs",
     "eth_subscribe",
     "eth_unsubscribe",
+    "debug_setFailpoint",
+    "debug_clearFailpoints",
+    "debug_listFailpoints",
 ];
 
 /// The metric label for a method name.
@@ -176,6 +179,8 @@ pub async fn dispatch(
             Ok(find_block(s, p.block(0)?)?.map_or(Value::Null, |b| format::receipts(&b)))
         }
         "eth_getLogs" => get_logs(s, p.req(0)?),
+        // Unknown unless faults.debug_rpc is on (loopback only).
+        m if m.starts_with("debug_") => crate::faults::debug_rpc(m, params),
         _ => Err(RpcError::method_not_found(method)),
     }
 }

@@ -1,4 +1,6 @@
-//! The HTTP server and JSON-RPC framing.
+//! The HTTP server and JSON-RPC framing. `POST /` answers JSON-RPC; a
+//! `GET /` with `Upgrade: websocket` becomes a WebSocket ([`super::ws`]),
+//! whose messages go through the same `respond`.
 //!
 //! Limits, each from config: request body size (larger bodies get HTTP 413
 //! before any parsing), batch length, response size, connections per worker,

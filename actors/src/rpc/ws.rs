@@ -1,6 +1,6 @@
 //! JSON-RPC over WebSocket, on the HTTP port: a `GET /` with
 //! `Upgrade: websocket` becomes a connection that answers every method
-//! through the same framing and limits as HTTP ([`server::respond`], then
+//! through the same framing and limits as HTTP (`server::respond`, then
 //! [`eth::dispatch`](super::eth::dispatch)) and serves `eth_subscribe` /
 //! `eth_unsubscribe` for `newHeads` and `logs`, as geth does.
 //!

@@ -3,7 +3,11 @@
 //! and applies it (receipt, gas, deferred coinbase fee). Whichever worker
 //! holds the commit lock runs it.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::VecDeque,
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
 
 use alloy_primitives::{B256, U256};
 use revm::state::Bytecode;
@@ -12,7 +16,7 @@ use sluice_store::Account as StoredAccount;
 
 use super::{
     engine::{Abort, Shared},
-    footprint::{AccountValue, CoinbasePost, TxOutcome, TxResult},
+    footprint::{event, field, AccountValue, CoinbasePost, TxOutcome, TxResult},
     mv::lock,
     worker::Worker,
 };
@@ -26,6 +30,11 @@ const SCORE_ONE: u32 = 1024;
 const CONTENTION_THRESHOLD: u32 = SCORE_ONE / 2;
 /// Commits before the contention score is trusted.
 const CONTENTION_MIN_COMMITS: u32 = 24;
+/// Write sets of the most recent commits kept for validation.
+const RECENT: usize = 64;
+/// Above this many read-against-write comparisons, validate through the
+/// multi-version memory instead.
+const OVERLAP_BUDGET: usize = 512;
 
 /// The coinbase account as of the last commit. It is not versioned: every
 /// transaction's fee changes it, so reads are served from here and checked
@@ -80,19 +89,23 @@ impl CoinbaseState {
 }
 
 /// The committed prefix of the block.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct CommitState {
     /// The next transaction to commit.
     pub(crate) next: u32,
     pub(crate) gas_used: u64,
     pub(crate) receipts: Vec<Receipt>,
     pub(crate) skipped: Vec<(B256, String)>,
+    pub(crate) coinbase: CoinbaseState,
+    /// The last [`RECENT`] commits (their final writes), the newest last;
+    /// `None` for a transaction that wrote nothing.
+    recent: VecDeque<Option<Box<TxOutcome>>>,
     pub(crate) conflicts: u32,
     pub(crate) reruns: u32,
     pub(crate) max_depth: u32,
     pub(crate) fast: u32,
     /// Moving share of commits that needed a re-run.
-    pub(crate) score: u32,
+    score: u32,
     /// Set when the rest of the block runs in order, with where it started.
     pub(crate) sequential: Option<(SequentialReason, u32)>,
     pub(crate) validate_time: Duration,
@@ -109,10 +122,29 @@ pub(crate) enum Progress {
 }
 
 impl CommitState {
+    pub(crate) fn new(txs: usize, coinbase: CoinbaseState) -> Self {
+        CommitState {
+            next: 0,
+            gas_used: 0,
+            receipts: Vec::with_capacity(txs),
+            skipped: Vec::new(),
+            coinbase,
+            recent: VecDeque::with_capacity(RECENT + 1),
+            conflicts: 0,
+            reruns: 0,
+            max_depth: 0,
+            fast: 0,
+            score: 0,
+            sequential: None,
+            validate_time: Duration::ZERO,
+            done_at: None,
+        }
+    }
+
     fn fall_back(&mut self, shared: &Shared<'_>, reason: SequentialReason, from: u32) {
         if self.sequential.is_none() {
             self.sequential = Some((reason, from));
-            shared.tail.store(true, std::sync::atomic::Ordering::Release);
+            shared.tail.store(true, Ordering::Release);
         }
     }
 }
@@ -127,30 +159,36 @@ pub(crate) fn commit_ready(
 ) -> Result<Progress, Abort> {
     let start = Instant::now();
     let result = commit_loop(shared, worker, st);
+    // Speculative readers of the coinbase get this copy (checked at commit).
+    lock(&shared.coinbase_hint).clone_from(&st.coinbase);
     st.validate_time += start.elapsed();
     result
 }
 
-fn commit_loop(shared: &Shared<'_>, worker: &mut Worker<'_>, st: &mut CommitState) -> Result<Progress, Abort> {
+fn commit_loop(
+    shared: &Shared<'_>,
+    worker: &mut Worker<'_>,
+    st: &mut CommitState,
+) -> Result<Progress, Abort> {
     loop {
         let c = st.next;
         if c == shared.len() {
             st.done_at.get_or_insert_with(Instant::now);
             return Ok(Progress::Done);
         }
-        let outcome = match lock(&shared.slots[c as usize]).take() {
+        // Taken first: the slot's lock must not be held while waiting for it.
+        let ready = shared.take(c);
+        let outcome = match ready {
             Some(outcome) => outcome,
             // Nobody took it yet: run it here, on the exact prefix.
             None if shared.claim(c) => {
-                let out = worker.execute(c, 0)?;
+                let out = worker.execute(c, 0, Some(&st.coinbase))?;
                 shared.publish(c, &out);
                 out
             }
-            None if st.sequential.is_some() => {
-                // Running in order: the worker still executing it will
-                // finish shortly, and only the commit can go on.
-                shared.wait_for(c)?
-            }
+            // Running in order: the worker still executing it will finish
+            // shortly, and only the commit can go on.
+            None if st.sequential.is_some() => shared.wait_for(c)?,
             None => return Ok(Progress::Waiting),
         };
         commit_one(shared, worker, st, c, outcome)?;
@@ -162,31 +200,27 @@ fn commit_one(
     worker: &mut Worker<'_>,
     st: &mut CommitState,
     c: u32,
-    mut outcome: TxOutcome,
+    mut outcome: Box<TxOutcome>,
 ) -> Result<(), Abort> {
-    let tx = match shared.tx(c) {
-        PreparedTx::Ready(tx) => Some(tx),
-        PreparedTx::Invalid { .. } => None,
-    };
-    if let Some(tx) = tx {
+    if let PreparedTx::Ready(tx) = shared.tx(c) {
         let remaining = shared.block_gas_limit.saturating_sub(st.gas_used);
         if tx.gas_limit() > remaining {
             // Not applicable here, whatever its execution did.
             shared.unpublish(c, &outcome);
             let reason = format!("gas limit {} exceeds remaining block gas {remaining}", tx.gas_limit());
             st.skipped.push((tx.hash, reason));
-            return finish(shared, st, c);
+            return finish(shared, st, c, None);
         }
     }
-    let rerun = !outcome.exact && !still_valid(shared, &outcome, c)?;
-    if rerun {
+    if !still_valid(shared, st, &outcome, c)? {
         st.conflicts += 1;
         let incarnation = outcome.incarnation + 1;
         if incarnation >= shared.max_incarnations {
             st.fall_back(shared, SequentialReason::MaxIncarnations, c);
         }
-        let fresh = worker.execute(c, incarnation)?;
+        // Withdrawn first: the re-run may publish its writes as it goes.
         shared.unpublish(c, &outcome);
+        let fresh = worker.execute(c, incarnation, Some(&st.coinbase))?;
         shared.publish(c, &fresh);
         st.reruns += 1;
         st.max_depth = st.max_depth.max(incarnation);
@@ -198,8 +232,9 @@ fn commit_one(
     if st.score > CONTENTION_THRESHOLD && c >= CONTENTION_MIN_COMMITS {
         st.fall_back(shared, SequentialReason::Contention, c + 1);
     }
+    // Fields are taken out rather than the whole (large) outcome moved.
     st.fast += u32::from(outcome.fast);
-    match outcome.result {
+    match std::mem::replace(&mut outcome.result, TxResult::Skipped(String::new())) {
         TxResult::Skipped(reason) => {
             assert!(
                 outcome.account_writes.is_empty() && outcome.slot_writes.is_empty(),
@@ -208,29 +243,44 @@ fn commit_one(
             st.skipped.push((shared.tx(c).hash(), reason));
         }
         TxResult::Applied { mut receipt, fee } => {
-            lock(&shared.coinbase_state).apply(outcome.coinbase_post, fee)?;
+            st.coinbase.apply(outcome.coinbase_post.take(), fee)?;
             st.gas_used = st.gas_used.saturating_add(receipt.gas_used);
             receipt.index = u32::try_from(st.receipts.len()).unwrap_or(u32::MAX);
             receipt.cumulative_gas_used = st.gas_used;
             st.receipts.push(receipt);
         }
     }
-    finish(shared, st, c)
+    finish(shared, st, c, Some(outcome))
 }
 
-fn finish(shared: &Shared<'_>, st: &mut CommitState, c: u32) -> Result<(), Abort> {
+fn finish(
+    shared: &Shared<'_>,
+    st: &mut CommitState,
+    c: u32,
+    outcome: Option<Box<TxOutcome>>,
+) -> Result<(), Abort> {
+    if st.recent.len() == RECENT {
+        st.recent.pop_front();
+    }
+    st.recent.push_back(outcome);
     st.next = c + 1;
-    shared.committed.store(c + 1, std::sync::atomic::Ordering::Release);
+    shared.committed.store(c + 1, Ordering::Release);
     Ok(())
 }
 
 /// Whether every read of `outcome` (transaction `c`) still holds now that
 /// every transaction before it is committed.
-fn still_valid(shared: &Shared<'_>, outcome: &TxOutcome, c: u32) -> Result<bool, Abort> {
-    if let Some(read) = outcome.coinbase_read {
-        if read != lock(&shared.coinbase_state).value {
-            return Ok(false);
-        }
+fn still_valid(shared: &Shared<'_>, st: &CommitState, outcome: &TxOutcome, c: u32) -> Result<bool, Abort> {
+    if outcome.coinbase_read.is_some_and(|read| read != st.coinbase.value) {
+        return Ok(false);
+    }
+    let started = outcome.started;
+    if started == c {
+        // Everything before it was committed when it started.
+        return Ok(true);
+    }
+    if let Some(valid) = valid_by_recent_writes(st, outcome, c) {
+        return Ok(valid);
     }
     for read in outcome.account_reads.iter() {
         if !shared.mv.account_read_holds(shared.reader, read, c)? {
@@ -243,4 +293,47 @@ fn still_valid(shared: &Shared<'_>, outcome: &TxOutcome, c: u32) -> Result<bool,
         }
     }
     Ok(true)
+}
+
+/// The cheap check, when it applies. Transactions before `started` were
+/// committed before any read, so what it read from them (or from the block
+/// start) is final, unless a transaction committed since (`started..c`)
+/// wrote the location: then it is invalid. `None` when a read came from a
+/// transaction committed since (its version may have been replaced), or the
+/// window or the comparison would be too large.
+fn valid_by_recent_writes(st: &CommitState, outcome: &TxOutcome, c: u32) -> Option<bool> {
+    let window = (c - outcome.started) as usize;
+    if window > st.recent.len() {
+        return None;
+    }
+    let settled = |tx: Option<u32>| tx.is_none_or(|t| t < outcome.started);
+    let accounts_settled = outcome.account_reads.iter().all(|r| r.versions.iter().all(|v| settled(v.tx())));
+    if !accounts_settled || !outcome.slot_reads.iter().all(|r| settled(r.version.tx())) {
+        return None;
+    }
+    let recent = st.recent.range(st.recent.len() - window..).flatten();
+    let reads = outcome.account_reads.len() + outcome.slot_reads.len();
+    let writes: usize = recent.clone().map(|w| w.account_writes.len() + w.slot_writes.len()).sum();
+    if reads * writes > OVERLAP_BUDGET {
+        return None;
+    }
+    for w in recent {
+        for a in w.account_writes.iter() {
+            let wipes = a.mask & event::WIPES != 0;
+            let hit_account = outcome
+                .account_reads
+                .iter()
+                .any(|r| r.address == a.address && r.mask & a.mask & field::ALL != 0);
+            let hit_slot = wipes && outcome.slot_reads.iter().any(|r| r.address == a.address);
+            if hit_account || hit_slot {
+                return Some(false);
+            }
+        }
+        for s in &w.slot_writes {
+            if outcome.slot_reads.iter().any(|r| r.address == s.address && r.key == s.key) {
+                return Some(false);
+            }
+        }
+    }
+    Some(true)
 }

@@ -8,6 +8,7 @@ use revm::{
 };
 
 use super::{
+    commit::CoinbaseState,
     engine::Shared,
     footprint::{field, AccountRead, AccountValue, SlotRead},
     mv::lock,
@@ -24,6 +25,9 @@ pub(crate) struct WorkerDb<'s> {
     pub(crate) account_reads: InlineVec<AccountRead, 2>,
     pub(crate) slot_reads: Vec<SlotRead>,
     pub(crate) coinbase_read: Option<AccountValue>,
+    /// The coinbase as of the committed prefix, when executing at the commit
+    /// point; otherwise reads get the shared, possibly stale, copy.
+    pub(crate) exact_coinbase: Option<CoinbaseState>,
     /// Analysed code by hash (code is immutable, so this never goes stale).
     codes: B256Map<Bytecode>,
 }
@@ -36,6 +40,7 @@ impl<'s> WorkerDb<'s> {
             account_reads: InlineVec::default(),
             slot_reads: Vec::new(),
             coinbase_read: None,
+            exact_coinbase: None,
             codes: B256Map::default(),
         }
     }
@@ -56,11 +61,17 @@ impl Database for WorkerDb<'_> {
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, DbError> {
         let shared = self.shared;
         if address == shared.coinbase {
-            // Served by the commit, with every fee committed so far; the
-            // commit checks it again against the exact prefix.
-            let coinbase = lock(&shared.coinbase_state);
-            self.coinbase_read = Some(coinbase.value);
-            return Ok(coinbase.value.info(coinbase.code.clone()));
+            // Not versioned: the committed state (with every fee committed so
+            // far), which the commit checks again against the exact prefix.
+            let (value, code) = match &self.exact_coinbase {
+                Some(c) => (c.value, c.code.clone()),
+                None => {
+                    let c = lock(&shared.coinbase_hint);
+                    (c.value, c.code.clone())
+                }
+            };
+            self.coinbase_read = Some(value);
+            return Ok(value.info(code));
         }
         let view = shared.mv.read_account(shared.reader, address, self.tx)?;
         self.account_reads.push(view.read(address, field::ALL));

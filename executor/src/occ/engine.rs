@@ -63,9 +63,10 @@ pub(crate) struct Shared<'a> {
     pub(crate) tx_gas_cap: u64,
     pub(crate) max_incarnations: u32,
     pub(crate) mv: MvMemory,
-    pub(crate) coinbase_state: Mutex<CoinbaseState>,
+    /// The coinbase as of some recent commit, for speculative reads.
+    pub(crate) coinbase_hint: Mutex<CoinbaseState>,
     /// Each transaction's latest result, until the commit takes it.
-    pub(crate) slots: Box<[Mutex<Option<TxOutcome>>]>,
+    slots: Box<[Slot]>,
     /// The next transaction no worker has claimed.
     next: AtomicU32,
     /// How many transactions are committed.
@@ -93,6 +94,7 @@ impl<'a> Shared<'a> {
         let header = &block.block.header;
         let cfg_env = cfg_env(cfg);
         let n = block.txs.len();
+        let coinbase = CoinbaseState::new(reader.account(&header.coinbase)?);
         Ok(Shared {
             reader,
             block,
@@ -105,17 +107,14 @@ impl<'a> Shared<'a> {
             block_gas_limit: header.gas_limit,
             max_incarnations: max_incarnations.max(1),
             mv: MvMemory::new(2 * n + 1),
-            coinbase_state: Mutex::new(CoinbaseState::new(reader.account(&header.coinbase)?)),
-            slots: (0..n).map(|_| Mutex::new(None)).collect(),
+            coinbase_hint: Mutex::new(coinbase.clone()),
+            slots: (0..n).map(|_| Slot::default()).collect(),
             next: AtomicU32::new(0),
             committed: AtomicU32::new(0),
             tail: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             abort: Mutex::new(None),
-            commit: Mutex::new(CommitState {
-                receipts: Vec::with_capacity(n),
-                ..CommitState::default()
-            }),
+            commit: Mutex::new(CommitState::new(n, coinbase)),
         })
     }
 
@@ -133,19 +132,40 @@ impl<'a> Shared<'a> {
         self.next.compare_exchange(index, index + 1, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
+    /// Makes `out`'s writes visible (unless its execution already did).
     pub(crate) fn publish(&self, index: u32, out: &TxOutcome) {
-        self.mv.publish(index, out.incarnation, out.account_writes.iter(), &out.slot_writes);
+        if !out.published {
+            self.mv.publish(index, out.incarnation, out.account_writes.iter(), &out.slot_writes);
+        }
     }
 
     pub(crate) fn unpublish(&self, index: u32, out: &TxOutcome) {
         self.mv.unpublish(index, out.account_writes.iter(), &out.slot_writes);
     }
 
+    /// Hands transaction `index`'s result to the commit.
+    fn store(&self, index: u32, out: Box<TxOutcome>) {
+        let slot = &self.slots[index as usize];
+        *lock(&slot.outcome) = Some(out);
+        slot.ready.store(true, Ordering::Release);
+    }
+
+    /// Takes transaction `index`'s result, if it is stored.
+    pub(crate) fn take(&self, index: u32) -> Option<Box<TxOutcome>> {
+        let slot = &self.slots[index as usize];
+        if !slot.ready.swap(false, Ordering::Acquire) {
+            return None;
+        }
+        let out = lock(&slot.outcome).take();
+        assert!(out.is_some(), "a result was flagged ready but not stored");
+        out
+    }
+
     /// Waits for the worker executing transaction `index` to store it.
-    pub(crate) fn wait_for(&self, index: u32) -> Result<TxOutcome, Abort> {
+    pub(crate) fn wait_for(&self, index: u32) -> Result<Box<TxOutcome>, Abort> {
         let mut spins = 0u32;
         loop {
-            if let Some(out) = lock(&self.slots[index as usize]).take() {
+            if let Some(out) = self.take(index) {
                 return Ok(out);
             }
             if self.stop.load(Ordering::Acquire) {
@@ -178,6 +198,14 @@ impl<'a> Shared<'a> {
     }
 }
 
+/// One transaction's hand-over from its worker to the commit.
+#[derive(Debug, Default)]
+struct Slot {
+    outcome: Mutex<Option<Box<TxOutcome>>>,
+    /// Set after `outcome` is stored, so waiters need not take the lock.
+    ready: AtomicBool,
+}
+
 fn backoff(spins: &mut u32) {
     *spins += 1;
     if *spins < 64 {
@@ -204,9 +232,9 @@ fn work(shared: &Shared<'_>, id: usize, workers: usize) -> Result<MergePart, Abo
         if index >= n {
             break;
         }
-        let out = worker.execute(index, 0)?;
+        let out = worker.execute(index, 0, None)?;
         shared.publish(index, &out);
-        *lock(&shared.slots[index as usize]) = Some(out);
+        shared.store(index, out);
     }
     let mut spins = 0;
     while shared.committed.load(Ordering::Acquire) < n {
@@ -260,8 +288,7 @@ pub(crate) fn run(
     let workers = workers.max(1);
     let parts: Vec<Option<MergePart>> = std::thread::scope(|s| {
         let shared = &shared;
-        let handles: Vec<_> =
-            (1..workers).map(|id| s.spawn(move || guarded(shared, id, workers))).collect();
+        let handles: Vec<_> = (1..workers).map(|id| s.spawn(move || guarded(shared, id, workers))).collect();
         let mut parts = vec![guarded(shared, 0, workers)];
         for h in handles {
             match h.join() {
@@ -278,9 +305,9 @@ pub(crate) fn run(
     }
     let parts: Vec<MergePart> = parts.into_iter().flatten().collect();
     assert!(parts.len() == workers, "a worker stopped without a reason");
-    let st = std::mem::take(&mut *lock(&shared.commit));
+    let st = shared.commit.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     let speculate = st.done_at.map_or(Duration::ZERO, |t| t.duration_since(start));
-    let coinbase = AccountFinal::coinbase(shared.coinbase, &lock(&shared.coinbase_state));
+    let coinbase = AccountFinal::coinbase(shared.coinbase, &st.coinbase);
     let changes = merge::assemble(reader, parts, coinbase)?;
     let stats = ExecStats {
         mode: match st.sequential {
@@ -297,7 +324,13 @@ pub(crate) fn run(
         validate: st.validate_time,
         merge: start.elapsed().saturating_sub(speculate),
     };
-    Ok(Some(BlockOutcome { receipts: st.receipts, skipped: st.skipped, gas_used: st.gas_used, changes, stats }))
+    Ok(Some(BlockOutcome {
+        receipts: st.receipts,
+        skipped: st.skipped,
+        gas_used: st.gas_used,
+        changes,
+        stats,
+    }))
 }
 
 /// Marks an outcome of the sequential executor run in place of the parallel

@@ -51,6 +51,11 @@ impl Version {
     pub(crate) fn of(tx: u32, incarnation: u32) -> Self {
         Version(((u64::from(tx) + 1) << 32) | u64::from(incarnation))
     }
+
+    /// The writing transaction (`None` for the block-start state).
+    pub(crate) fn tx(self) -> Option<u32> {
+        u32::try_from(self.0 >> 32).ok().and_then(|t| t.checked_sub(1))
+    }
 }
 
 /// An account's fields as a transaction sees them.
@@ -166,11 +171,13 @@ pub(crate) enum TxResult {
 #[derive(Debug)]
 pub(crate) struct TxOutcome {
     pub(crate) incarnation: u32,
-    /// Every transaction before it was committed when it started, so its
-    /// reads are final and it needs no validation.
-    pub(crate) exact: bool,
+    /// How many transactions were committed when it started: its reads of
+    /// versions below this are final.
+    pub(crate) started: u32,
     /// Executed as a plain transfer, without the interpreter.
     pub(crate) fast: bool,
+    /// Its writes are already in the multi-version memory.
+    pub(crate) published: bool,
     pub(crate) account_reads: InlineVec<AccountRead, 2>,
     pub(crate) slot_reads: Vec<SlotRead>,
     /// The coinbase account as read (served by the commit, never versioned).
@@ -183,11 +190,12 @@ pub(crate) struct TxOutcome {
 
 impl TxOutcome {
     /// A result that read and wrote nothing.
-    pub(crate) fn skipped(incarnation: u32, reason: String) -> Self {
-        TxOutcome {
+    pub(crate) fn skipped(incarnation: u32, started: u32, reason: String) -> Box<Self> {
+        Box::new(TxOutcome {
             incarnation,
-            exact: true,
+            started,
             fast: false,
+            published: false,
             account_reads: InlineVec::default(),
             slot_reads: Vec::new(),
             coinbase_read: None,
@@ -195,7 +203,7 @@ impl TxOutcome {
             slot_writes: Vec::new(),
             coinbase_post: None,
             result: TxResult::Skipped(reason),
-        }
+        })
     }
 
     /// Records the state revm returned for an applied transaction as writes,
@@ -251,8 +259,12 @@ impl TxOutcome {
             if mask == 0 {
                 continue;
             }
-            let value =
-                AccountValue { balance: info.balance, nonce: info.nonce, code_hash: info.code_hash, exists: true };
+            let value = AccountValue {
+                balance: info.balance,
+                nonce: info.nonce,
+                code_hash: info.code_hash,
+                exists: true,
+            };
             let code = if mask & field::CODE != 0 { info.code.clone() } else { None };
             self.account_writes.push(AccountWrite { address, mask, value, code });
         }

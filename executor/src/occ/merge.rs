@@ -45,8 +45,11 @@ impl AccountFinal {
         }
     }
 
-    fn replay(reader: &dyn StateReader, address: Address, mut cell: AccountCell) -> Result<Self, DbError> {
-        let base = MvMemory::base_account(reader, &mut cell, &address)?;
+    fn replay(reader: &dyn StateReader, address: Address, cell: &AccountCell) -> Result<Self, DbError> {
+        let base = match cell.base {
+            Some(base) => base,
+            None => reader.account(&address)?,
+        };
         let mut f = AccountFinal {
             address,
             base,
@@ -55,7 +58,7 @@ impl AccountFinal {
             wiped: false,
             last_wipe: None,
         };
-        for v in cell.versions.into_vec() {
+        for v in cell.versions.as_slice() {
             let m = v.mask;
             if m & (event::CREATED | event::DESTROYED) != 0 || (m & event::EMPTIED != 0 && f.value.exists) {
                 f.wiped = true;
@@ -71,7 +74,7 @@ impl AccountFinal {
             }
             if m & field::CODE != 0 {
                 f.value.code_hash = v.value.code_hash;
-                f.code = v.code;
+                f.code.clone_from(&v.code);
             }
             if m & field::EXISTS != 0 {
                 f.value.exists = v.value.exists;
@@ -82,7 +85,11 @@ impl AccountFinal {
 
     /// Its entry in the change set, if it has one; `slots` are its written
     /// slots, sorted.
-    fn change(self, reader: &dyn StateReader, slots: &[SlotFinal]) -> Result<Option<AccountChange>, DbError> {
+    fn change(
+        &self,
+        reader: &dyn StateReader,
+        slots: &[SlotFinal],
+    ) -> Result<Option<AccountChange>, DbError> {
         let address = self.address;
         if !self.value.exists {
             return Ok(self.base.is_some().then(|| AccountChange {
@@ -97,9 +104,9 @@ impl AccountFinal {
         }
         let start_code_hash = self.base.map_or(KECCAK_EMPTY, |a| normalize_code_hash(a.code_hash));
         let v = self.value;
-        let info_changed = self.base.is_none_or(|a| {
-            a.balance != v.balance || a.nonce != v.nonce || start_code_hash != v.code_hash
-        });
+        let info_changed = self
+            .base
+            .is_none_or(|a| a.balance != v.balance || a.nonce != v.nonce || start_code_hash != v.code_hash);
         let mut storage = Vec::new();
         for s in slots {
             let now = if self.last_wipe.is_some_and(|w| s.tx < w) { U256::ZERO } else { s.value };
@@ -123,7 +130,7 @@ impl AccountFinal {
         let code = if v.code_hash == start_code_hash {
             None
         } else {
-            let code = match self.code {
+            let code = match &self.code {
                 Some(code) => code.original_bytes(),
                 None => reader.code(&v.code_hash)?,
             };
@@ -156,6 +163,7 @@ pub(crate) struct SlotFinal {
 #[derive(Debug, Default)]
 pub(crate) struct MergePart {
     changes: Vec<AccountChange>,
+    /// Accounts with storage written, finished in `assemble`.
     joins: Vec<AccountFinal>,
     slots: Vec<SlotFinal>,
 }
@@ -169,30 +177,36 @@ pub(crate) fn merge_part(
     workers: usize,
 ) -> Result<MergePart, DbError> {
     let mut part = MergePart::default();
+    let mut maps = Vec::new();
     for shard in (worker..mv.shards()).step_by(workers.max(1)) {
         let (accounts, slots) = mv.take_shard(shard);
-        for (address, cell) in accounts {
-            // The coinbase is never versioned: it is finished from the
-            // commit's state, in `assemble`.
-            if address == coinbase || (cell.versions.is_empty() && !cell.storage_written) {
-                continue;
-            }
-            let joins = cell.storage_written;
-            let f = AccountFinal::replay(reader, address, cell)?;
-            if joins {
-                part.joins.push(f);
-            } else if let Some(change) = f.change(reader, &[])? {
-                part.changes.push(change);
-            }
-        }
-        for ((address, key), cell) in slots {
+        for (key, cell) in slots {
             if let Some(last) = cell.versions.as_slice().last() {
+                let (address, key) = key.key;
                 part.slots.push(SlotFinal { address, key, value: last.value, tx: last.tx, base: cell.base });
             }
         }
+        maps.push(accounts);
     }
-    part.changes.sort_unstable_by_key(|c| c.address);
-    part.joins.sort_unstable_by_key(|f| f.address);
+    // Sorted by a small key first: moving large results around in a sort
+    // costs more than building them. The coinbase is never versioned; it is
+    // finished from the commit's state, in `assemble`.
+    let mut order: Vec<(Address, &AccountCell)> = maps
+        .iter()
+        .flat_map(|m| m.iter())
+        .filter(|(k, cell)| k.key != coinbase && (!cell.versions.is_empty() || cell.storage_written))
+        .map(|(k, cell)| (k.key, cell))
+        .collect();
+    order.sort_unstable_by_key(|(address, _)| *address);
+    part.changes.reserve(order.len());
+    for (address, cell) in order {
+        let f = AccountFinal::replay(reader, address, cell)?;
+        if cell.storage_written {
+            part.joins.push(f);
+        } else if let Some(change) = f.change(reader, &[])? {
+            part.changes.push(change);
+        }
+    }
     part.slots.sort_unstable_by_key(|s| (s.address, s.key));
     Ok(part)
 }
@@ -212,7 +226,7 @@ pub(crate) fn assemble(
         slots.push(part.slots);
     }
     joins.push(vec![coinbase]);
-    let joins = kmerge(joins, |f| f.address);
+    let joins = kmerge(joins, |f: &AccountFinal| f.address);
     let slots = kmerge(slots, |s| (s.address, s.key));
     let mut joined = Vec::with_capacity(joins.len());
     let mut at = 0;

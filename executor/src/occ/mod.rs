@@ -108,7 +108,12 @@ impl OccExecutor {
     /// a transaction needs more than `max_incarnations` executions (at least
     /// 1).
     pub fn new(cfg: ExecConfig, workers: usize, min_parallel_txs: usize, max_incarnations: u32) -> Self {
-        OccExecutor { cfg, workers: workers.max(1), min_parallel_txs, max_incarnations: max_incarnations.max(1) }
+        OccExecutor {
+            cfg,
+            workers: workers.max(1),
+            min_parallel_txs,
+            max_incarnations: max_incarnations.max(1),
+        }
     }
 
     /// An executor with one worker per available core and the default
@@ -129,7 +134,11 @@ impl OccExecutor {
     }
 
     /// Executes `block` on top of `state` (the state after its parent).
-    pub fn execute_block(&self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
+    pub fn execute_block(
+        &self,
+        state: &dyn StateReader,
+        block: &PreparedBlock,
+    ) -> Result<BlockOutcome, ExecError> {
         let reason = if block.txs.len() < self.min_parallel_txs {
             SequentialReason::SmallBlock
         } else {

@@ -9,17 +9,15 @@
 //! commit serves it (see `commit.rs`); its storage slots are stored here.
 
 use std::{
-    hash::BuildHasher,
+    collections::HashMap,
+    hash::{BuildHasher, BuildHasherDefault, Hash, Hasher},
     sync::{
         atomic::{AtomicBool, Ordering},
         Mutex, MutexGuard,
     },
 };
 
-use alloy_primitives::{
-    map::{DefaultHashBuilder, HashMap},
-    Address, U256,
-};
+use alloy_primitives::{map::DefaultHashBuilder, Address, U256};
 use revm::state::Bytecode;
 use sluice_store::{Account as StoredAccount, StateReader};
 
@@ -98,12 +96,49 @@ impl AccountView {
     }
 }
 
+/// A key with its hash, computed once per access: it picks the shard and
+/// is passed through as the map's hash (foldhash, randomly seeded, so keys
+/// chosen by users cannot be aimed at one bucket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hashed<K> {
+    hash: u64,
+    pub(crate) key: K,
+}
+
+impl<K> Hash for Hashed<K> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// Passes a [`Hashed`] key's hash through.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used; anything else still hashes correctly.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type Map<K, V> = HashMap<Hashed<K>, V, BuildHasherDefault<PassThrough>>;
+pub(crate) type AccountMap = Map<Address, AccountCell>;
+pub(crate) type SlotMap = Map<(Address, U256), SlotCell>;
+
 #[repr(align(64))]
 #[derive(Debug, Default)]
-struct Shard<K, V>(Mutex<HashMap<K, V>>);
-
-pub(crate) type AccountMap = HashMap<Address, AccountCell>;
-pub(crate) type SlotMap = HashMap<(Address, U256), SlotCell>;
+struct Shard<K, V>(Mutex<Map<K, V>>);
 
 /// The block's multi-version memory.
 pub(crate) struct MvMemory {
@@ -134,11 +169,65 @@ fn load_base(
     Ok(base)
 }
 
+/// `cell` (of `address`) as transaction `tx` sees it.
+pub(crate) fn view(
+    cell: &mut AccountCell,
+    reader: &dyn StateReader,
+    address: Address,
+    tx: u32,
+) -> Result<AccountView, DbError> {
+    let mut view = AccountView { value: AccountValue::default(), versions: [Version::BASE; 4], code: None };
+    let mut missing = field::ALL;
+    for v in cell.versions.below(tx) {
+        let found = v.mask & missing;
+        if found == 0 {
+            continue;
+        }
+        let version = Version::of(v.tx, v.incarnation);
+        for (bit, i) in field::EACH {
+            if found & bit != 0 {
+                view.versions[i] = version;
+            }
+        }
+        if found & field::BALANCE != 0 {
+            view.value.balance = v.value.balance;
+        }
+        if found & field::NONCE != 0 {
+            view.value.nonce = v.value.nonce;
+        }
+        if found & field::CODE != 0 {
+            view.value.code_hash = v.value.code_hash;
+            view.code = v.code.clone();
+        }
+        if found & field::EXISTS != 0 {
+            view.value.exists = v.value.exists;
+        }
+        missing &= !found;
+        if missing == 0 {
+            return Ok(view);
+        }
+    }
+    let base = AccountValue::from_stored(load_base(cell, reader, &address)?.as_ref());
+    if missing & field::BALANCE != 0 {
+        view.value.balance = base.balance;
+    }
+    if missing & field::NONCE != 0 {
+        view.value.nonce = base.nonce;
+    }
+    if missing & field::CODE != 0 {
+        view.value.code_hash = base.code_hash;
+    }
+    if missing & field::EXISTS != 0 {
+        view.value.exists = base.exists;
+    }
+    Ok(view)
+}
+
 impl MvMemory {
     /// Room for about `accounts` accounts.
     pub(crate) fn new(accounts: usize) -> Self {
         let per_shard = accounts / SHARDS + 1;
-        let shard = || Shard(Mutex::new(HashMap::with_capacity_and_hasher(per_shard, Default::default())));
+        let shard = || Shard(Mutex::new(Map::with_capacity_and_hasher(per_shard, Default::default())));
         MvMemory {
             hasher: DefaultHashBuilder::default(),
             accounts: (0..SHARDS).map(|_| shard()).collect(),
@@ -147,14 +236,26 @@ impl MvMemory {
         }
     }
 
-    fn account_shard(&self, address: &Address) -> MutexGuard<'_, AccountMap> {
-        let at = (self.hasher.hash_one(address) >> 58) as usize % SHARDS;
-        lock(&self.accounts[at].0)
+    fn account_key(&self, address: Address) -> Hashed<Address> {
+        Hashed { hash: self.hasher.hash_one(address), key: address }
     }
 
-    fn slot_shard(&self, address: &Address, key: &U256) -> MutexGuard<'_, SlotMap> {
-        let at = (self.hasher.hash_one((address, key)) >> 58) as usize % SHARDS;
-        lock(&self.slots[at].0)
+    fn slot_key(&self, address: Address, key: U256) -> Hashed<(Address, U256)> {
+        Hashed { hash: self.hasher.hash_one((address, key)), key: (address, key) }
+    }
+
+    /// The shard of a key: bits the map itself does not lean on (hashbrown
+    /// uses the low bits for the bucket and the top seven as a tag).
+    fn shard_of(hash: u64) -> usize {
+        (hash >> 32) as usize % SHARDS
+    }
+
+    fn account_shard(&self, key: &Hashed<Address>) -> MutexGuard<'_, AccountMap> {
+        lock(&self.accounts[Self::shard_of(key.hash)].0)
+    }
+
+    fn slot_shard(&self, key: &Hashed<(Address, U256)>) -> MutexGuard<'_, SlotMap> {
+        lock(&self.slots[Self::shard_of(key.hash)].0)
     }
 
     /// The account as transaction `tx` sees it: each field from the latest
@@ -165,53 +266,37 @@ impl MvMemory {
         address: Address,
         tx: u32,
     ) -> Result<AccountView, DbError> {
-        let mut shard = self.account_shard(&address);
-        let cell = shard.entry(address).or_default();
-        let mut view = AccountView { value: AccountValue::default(), versions: [Version::BASE; 4], code: None };
-        let mut missing = field::ALL;
-        for v in cell.versions.below(tx) {
-            let found = v.mask & missing;
-            if found == 0 {
-                continue;
-            }
-            let version = Version::of(v.tx, v.incarnation);
-            for (bit, i) in field::EACH {
-                if found & bit != 0 {
-                    view.versions[i] = version;
-                }
-            }
-            if found & field::BALANCE != 0 {
-                view.value.balance = v.value.balance;
-            }
-            if found & field::NONCE != 0 {
-                view.value.nonce = v.value.nonce;
-            }
-            if found & field::CODE != 0 {
-                view.value.code_hash = v.value.code_hash;
-                view.code = v.code.clone();
-            }
-            if found & field::EXISTS != 0 {
-                view.value.exists = v.value.exists;
-            }
-            missing &= !found;
-            if missing == 0 {
-                return Ok(view);
-            }
+        let k = self.account_key(address);
+        let mut shard = self.account_shard(&k);
+        view(shard.entry(k).or_default(), reader, address, tx)
+    }
+
+    /// Runs `f` on the cells of two different accounts, holding both shard
+    /// locks (taken in shard order, so two such calls cannot deadlock, and
+    /// nothing else holds more than one).
+    pub(crate) fn with_pair<R>(
+        &self,
+        a: Address,
+        b: Address,
+        f: impl FnOnce(&mut AccountCell, &mut AccountCell) -> R,
+    ) -> R {
+        assert!(a != b, "a pair of accounts must be two accounts");
+        let (ka, kb) = (self.account_key(a), self.account_key(b));
+        let (sa, sb) = (Self::shard_of(ka.hash), Self::shard_of(kb.hash));
+        if sa == sb {
+            let mut shard = lock(&self.accounts[sa].0);
+            shard.entry(ka).or_default();
+            shard.entry(kb).or_default();
+            let [Some(ca), Some(cb)] = shard.get_disjoint_mut([&ka, &kb]) else {
+                unreachable!("both cells were just inserted");
+            };
+            return f(ca, cb);
         }
-        let base = AccountValue::from_stored(load_base(cell, reader, &address)?.as_ref());
-        if missing & field::BALANCE != 0 {
-            view.value.balance = base.balance;
-        }
-        if missing & field::NONCE != 0 {
-            view.value.nonce = base.nonce;
-        }
-        if missing & field::CODE != 0 {
-            view.value.code_hash = base.code_hash;
-        }
-        if missing & field::EXISTS != 0 {
-            view.value.exists = base.exists;
-        }
-        Ok(view)
+        let (first, second) = if sa < sb { (sa, sb) } else { (sb, sa) };
+        let mut g1 = lock(&self.accounts[first].0);
+        let mut g2 = lock(&self.accounts[second].0);
+        let (ga, gb) = if sa < sb { (&mut g1, &mut g2) } else { (&mut g2, &mut g1) };
+        f(ga.entry(ka).or_default(), gb.entry(kb).or_default())
     }
 
     /// The storage slot as transaction `tx` sees it.
@@ -223,9 +308,10 @@ impl MvMemory {
         tx: u32,
     ) -> Result<SlotRead, DbError> {
         let wipes = self.any_wipes.load(Ordering::Acquire);
+        let sk = self.slot_key(address, key);
         if !wipes {
-            let shard = self.slot_shard(&address, &key);
-            if let Some(cell) = shard.get(&(address, key)) {
+            let shard = self.slot_shard(&sk);
+            if let Some(cell) = shard.get(&sk) {
                 if let Some(v) = cell.versions.below(tx).next() {
                     let version = Version::of(v.tx, v.incarnation);
                     return Ok(SlotRead { address, key, version, value: v.value });
@@ -240,8 +326,9 @@ impl MvMemory {
         // whether the account existed at block start (if not, its storage is
         // empty and the reader is not asked, as in the sequential overlay).
         let (wipe, existed) = {
-            let mut shard = self.account_shard(&address);
-            let cell = shard.entry(address).or_default();
+            let k = self.account_key(address);
+            let mut shard = self.account_shard(&k);
+            let cell = shard.entry(k).or_default();
             let wipe = if wipes {
                 cell.versions.below(tx).find(|v| v.mask & event::WIPES != 0).map(|v| (v.tx, v.incarnation))
             } else {
@@ -249,8 +336,8 @@ impl MvMemory {
             };
             (wipe, load_base(cell, reader, &address)?.is_some())
         };
-        let mut shard = self.slot_shard(&address, &key);
-        let cell = shard.entry((address, key)).or_default();
+        let mut shard = self.slot_shard(&sk);
+        let cell = shard.entry(sk).or_default();
         let latest = cell.versions.below(tx).next().copied();
         if let Some((wiped_by, incarnation)) = wipe {
             if latest.is_none_or(|v| v.tx < wiped_by) {
@@ -282,7 +369,10 @@ impl MvMemory {
     ) -> Result<bool, DbError> {
         let now = self.read_account(reader, read.address, tx)?;
         for (bit, i) in field::EACH {
-            if read.mask & bit != 0 && now.versions[i] != read.versions[i] && !now.value.same(&read.value, bit) {
+            if read.mask & bit != 0
+                && now.versions[i] != read.versions[i]
+                && !now.value.same(&read.value, bit)
+            {
                 return Ok(false);
             }
         }
@@ -315,17 +405,20 @@ impl MvMemory {
             }
             let version =
                 AccountVersion { tx, incarnation, mask: w.mask, value: w.value, code: w.code.clone() };
-            self.account_shard(&w.address).entry(w.address).or_default().versions.insert(version);
+            let k = self.account_key(w.address);
+            self.account_shard(&k).entry(k).or_default().versions.insert(version);
         }
         let mut flagged: Option<Address> = None;
         for w in slots {
             // Slots come grouped by account: flag each account once.
             if flagged != Some(w.address) {
-                self.account_shard(&w.address).entry(w.address).or_default().storage_written = true;
+                let k = self.account_key(w.address);
+                self.account_shard(&k).entry(k).or_default().storage_written = true;
                 flagged = Some(w.address);
             }
             let version = SlotVersion { tx, incarnation, value: w.value };
-            self.slot_shard(&w.address, &w.key).entry((w.address, w.key)).or_default().versions.insert(version);
+            let k = self.slot_key(w.address, w.key);
+            self.slot_shard(&k).entry(k).or_default().versions.insert(version);
         }
     }
 
@@ -337,12 +430,14 @@ impl MvMemory {
         slots: &[SlotWrite],
     ) {
         for w in accounts {
-            if let Some(cell) = self.account_shard(&w.address).get_mut(&w.address) {
+            let k = self.account_key(w.address);
+            if let Some(cell) = self.account_shard(&k).get_mut(&k) {
                 cell.versions.remove(tx);
             }
         }
         for w in slots {
-            if let Some(cell) = self.slot_shard(&w.address, &w.key).get_mut(&(w.address, w.key)) {
+            let k = self.slot_key(w.address, w.key);
+            if let Some(cell) = self.slot_shard(&k).get_mut(&k) {
                 cell.versions.remove(tx);
             }
         }
@@ -357,15 +452,5 @@ impl MvMemory {
     /// transaction is committed).
     pub(crate) fn take_shard(&self, i: usize) -> (AccountMap, SlotMap) {
         (std::mem::take(&mut *lock(&self.accounts[i].0)), std::mem::take(&mut *lock(&self.slots[i].0)))
-    }
-
-    /// The block-start account (for the change set of accounts whose cell
-    /// was taken by another thread, or that only had storage written).
-    pub(crate) fn base_account(
-        reader: &dyn StateReader,
-        cell: &mut AccountCell,
-        address: &Address,
-    ) -> Result<Option<StoredAccount>, DbError> {
-        load_base(cell, reader, address)
     }
 }

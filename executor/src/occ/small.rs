@@ -2,35 +2,38 @@
 //! locations have one writer, most transactions touch two accounts.
 
 /// A list that keeps its first `N` elements inline and spills the rest to
-/// the heap.
+/// the heap. (Inline slots are `Option`s so that an empty list costs almost
+/// nothing to create.)
 #[derive(Debug, Clone)]
-pub(crate) struct InlineVec<T: Default, const N: usize> {
-    len: usize,
-    inline: [T; N],
+pub(crate) struct InlineVec<T, const N: usize> {
+    inline: [Option<T>; N],
     spill: Vec<T>,
 }
 
-impl<T: Default, const N: usize> Default for InlineVec<T, N> {
+impl<T, const N: usize> Default for InlineVec<T, N> {
     fn default() -> Self {
-        InlineVec { len: 0, inline: std::array::from_fn(|_| T::default()), spill: Vec::new() }
+        InlineVec { inline: [const { None }; N], spill: Vec::new() }
     }
 }
 
-impl<T: Default, const N: usize> InlineVec<T, N> {
+impl<T, const N: usize> InlineVec<T, N> {
     pub(crate) fn push(&mut self, value: T) {
-        match self.inline.get_mut(self.len) {
-            Some(slot) => *slot = value,
-            None => self.spill.push(value),
+        match self.inline.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) if self.spill.is_empty() => *slot = Some(value),
+            _ => self.spill.push(value),
         }
-        self.len += 1;
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.inline.iter().all(Option::is_none) && self.spill.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.inline.iter().flatten().count() + self.spill.len()
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.inline[..self.len.min(N)].iter().chain(self.spill.iter())
+        self.inline.iter().flatten().chain(self.spill.iter())
     }
 }
 
@@ -112,15 +115,6 @@ impl<T: ByTx> Versions<T> {
                     many.remove(at);
                 }
             }
-        }
-    }
-
-    /// Consumes the list, oldest first.
-    pub(crate) fn into_vec(self) -> Vec<T> {
-        match self {
-            Versions::Empty => Vec::new(),
-            Versions::One(v) => vec![v],
-            Versions::Many(v) => v,
         }
     }
 }

@@ -24,6 +24,7 @@ use sluice_messages::{Receipt, RecoveredTx};
 use super::{
     engine::Shared,
     footprint::{field, AccountValue, AccountWrite, TxOutcome, TxResult},
+    mv::{view, AccountVersion},
     small::InlineVec,
 };
 use crate::db::DbError;
@@ -110,46 +111,70 @@ pub(crate) fn try_transfer(
     tx: &RecoveredTx,
     index: u32,
     incarnation: u32,
-) -> Result<Option<TxOutcome>, DbError> {
+    started: u32,
+) -> Result<Option<Box<TxOutcome>>, DbError> {
     let Some(plan) = plan(shared, tx) else {
         return Ok(None);
     };
-    let (mv, reader) = (&shared.mv, shared.reader);
-    let to = mv.read_account(reader, plan.to, index)?;
-    if to.value.code_hash != KECCAK_EMPTY {
-        return Ok(None);
-    }
-    let Some(to_balance) = to.value.balance.checked_add(plan.value) else {
+    // Read both accounts and, if the transfer goes ahead, write them, all
+    // under their shard locks: two lock round trips for the whole transfer.
+    let reader = shared.reader;
+    let done = shared.mv.with_pair(plan.to, tx.sender, |to_cell, from_cell| {
+        let to = view(to_cell, reader, plan.to, index)?;
+        if to.value.code_hash != KECCAK_EMPTY {
+            return Ok(None);
+        }
+        let Some(to_balance) = to.value.balance.checked_add(plan.value) else {
+            return Ok(None);
+        };
+        let from = view(from_cell, reader, tx.sender, index)?;
+        let sender = from.value;
+        if sender.code_hash != KECCAK_EMPTY || sender.nonce != plan.nonce || sender.balance < plan.max_cost {
+            return Ok(None);
+        }
+        // The same steps as revm: deduct, transfer, refund (an overflowing
+        // refund is dropped, as `incr_balance` drops it).
+        let Some(balance) = sender.balance.saturating_sub(plan.upfront).checked_sub(plan.value) else {
+            return Ok(None);
+        };
+        let balance = balance.checked_add(plan.refund).unwrap_or(balance);
+        let from_write = AccountWrite {
+            address: tx.sender,
+            mask: field::BALANCE | field::NONCE,
+            value: AccountValue { balance, nonce: sender.nonce + 1, ..sender },
+            code: None,
+        };
+        let to_write = AccountWrite {
+            address: plan.to,
+            mask: field::BALANCE | field::EXISTS,
+            value: AccountValue { balance: to_balance, exists: true, ..to.value },
+            code: None,
+        };
+        for (cell, w) in [(&mut *from_cell, &from_write), (&mut *to_cell, &to_write)] {
+            cell.versions.insert(AccountVersion {
+                tx: index,
+                incarnation,
+                mask: w.mask,
+                value: w.value,
+                code: None,
+            });
+        }
+        Ok::<_, DbError>(Some((
+            to.read(plan.to, field::BALANCE | field::CODE),
+            from.read(tx.sender, field::BALANCE | field::NONCE | field::CODE),
+            from_write,
+            to_write,
+        )))
+    })?;
+    let Some((to_read, from_read, from_write, to_write)) = done else {
         return Ok(None);
     };
-    let from = mv.read_account(reader, tx.sender, index)?;
-    let sender = from.value;
-    if sender.code_hash != KECCAK_EMPTY || sender.nonce != plan.nonce || sender.balance < plan.max_cost {
-        return Ok(None);
-    }
-    // The same steps as revm: deduct, transfer, refund (an overflowing
-    // refund is dropped, as `incr_balance` drops it).
-    let Some(balance) = sender.balance.saturating_sub(plan.upfront).checked_sub(plan.value) else {
-        return Ok(None);
-    };
-    let balance = balance.checked_add(plan.refund).unwrap_or(balance);
-
     let mut account_reads = InlineVec::default();
-    account_reads.push(to.read(plan.to, field::BALANCE | field::CODE));
-    account_reads.push(from.read(tx.sender, field::BALANCE | field::NONCE | field::CODE));
+    account_reads.push(to_read);
+    account_reads.push(from_read);
     let mut account_writes = InlineVec::default();
-    account_writes.push(AccountWrite {
-        address: tx.sender,
-        mask: field::BALANCE | field::NONCE,
-        value: AccountValue { balance, nonce: sender.nonce + 1, ..sender },
-        code: None,
-    });
-    account_writes.push(AccountWrite {
-        address: plan.to,
-        mask: field::BALANCE | field::EXISTS,
-        value: AccountValue { balance: to_balance, exists: true, ..to.value },
-        code: None,
-    });
+    account_writes.push(from_write);
+    account_writes.push(to_write);
     let receipt = Receipt {
         tx_hash: tx.hash,
         tx_type: tx.tx.ty(),
@@ -164,10 +189,11 @@ pub(crate) fn try_transfer(
         logs: Vec::new(),
         output: Bytes::new(),
     };
-    Ok(Some(TxOutcome {
+    Ok(Some(Box::new(TxOutcome {
         incarnation,
-        exact: false,
+        started,
         fast: true,
+        published: true,
         account_reads,
         slot_reads: Vec::new(),
         coinbase_read: None,
@@ -175,5 +201,5 @@ pub(crate) fn try_transfer(
         slot_writes: Vec::new(),
         coinbase_post: None,
         result: TxResult::Applied { receipt, fee: plan.fee },
-    }))
+    })))
 }

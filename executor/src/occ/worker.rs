@@ -16,6 +16,7 @@ use revm::{
 use sluice_messages::PreparedTx;
 
 use super::{
+    commit::CoinbaseState,
     db::WorkerDb,
     engine::Shared,
     footprint::{TxOutcome, TxResult},
@@ -40,7 +41,11 @@ impl<'s> Handler for DeferredFee<'s> {
     type Error = EVMError<DbError, InvalidTransaction>;
     type HaltReason = HaltReason;
 
-    fn reward_beneficiary(&self, evm: &mut Self::Evm, exec_result: &mut FrameResult) -> Result<(), Self::Error> {
+    fn reward_beneficiary(
+        &self,
+        evm: &mut Self::Evm,
+        exec_result: &mut FrameResult,
+    ) -> Result<(), Self::Error> {
         // revm's `post_execution::reward_beneficiary`, without the payment
         // (London rules: the base fee is burned).
         let ctx = evm.ctx_ref();
@@ -66,21 +71,28 @@ impl<'s> Worker<'s> {
     }
 
     /// Executes transaction `index` against the multi-version memory.
-    pub(crate) fn execute(&mut self, index: u32, incarnation: u32) -> Result<TxOutcome, DbError> {
+    /// `exact_coinbase` is the committed coinbase when executing at the
+    /// commit point (every earlier transaction committed).
+    pub(crate) fn execute(
+        &mut self,
+        index: u32,
+        incarnation: u32,
+        exact_coinbase: Option<&CoinbaseState>,
+    ) -> Result<Box<TxOutcome>, DbError> {
         let shared = self.shared;
-        // All earlier transactions committed: every read will be final.
-        let exact = shared.committed.load(Ordering::Acquire) == index;
+        let started = shared.committed.load(Ordering::Acquire);
         let tx = match shared.tx(index) {
             PreparedTx::Ready(tx) => tx,
-            PreparedTx::Invalid { reason, .. } => return Ok(TxOutcome::skipped(incarnation, reason.clone())),
+            PreparedTx::Invalid { reason, .. } => {
+                return Ok(TxOutcome::skipped(incarnation, started, reason.clone()))
+            }
         };
-        if let Some(mut out) = transfer::try_transfer(shared, tx, index, incarnation)? {
-            out.exact = exact;
+        if let Some(out) = transfer::try_transfer(shared, tx, index, incarnation, started)? {
             return Ok(out);
         }
         let env = match tx_env(tx) {
             Ok(env) => env,
-            Err(reason) => return Ok(TxOutcome::skipped(incarnation, reason.to_string())),
+            Err(reason) => return Ok(TxOutcome::skipped(incarnation, started, reason.to_string())),
         };
         let evm = self.evm.get_or_insert_with(|| {
             Context::mainnet()
@@ -89,17 +101,21 @@ impl<'s> Worker<'s> {
                 .with_cfg(shared.cfg_env.clone())
                 .build_mainnet()
         });
-        evm.ctx.journaled_state.database.begin(index);
+        let db = &mut evm.ctx.journaled_state.database;
+        db.begin(index);
+        db.exact_coinbase = exact_coinbase.cloned();
         evm.ctx.set_tx(env);
         let mut handler = DeferredFee { fee: Cell::new(U256::ZERO), _evm: PhantomData };
         let result = handler.run(evm);
         // Clears the journal whatever happened, as `transact` does.
         let state = evm.finalize();
         let db = &mut evm.ctx.journaled_state.database;
-        let mut out = TxOutcome {
+        db.exact_coinbase = None;
+        let mut out = Box::new(TxOutcome {
             incarnation,
-            exact,
+            started,
             fast: false,
+            published: false,
             account_reads: std::mem::take(&mut db.account_reads),
             slot_reads: std::mem::take(&mut db.slot_reads),
             coinbase_read: db.coinbase_read.take(),
@@ -107,7 +123,7 @@ impl<'s> Worker<'s> {
             slot_writes: Vec::new(),
             coinbase_post: None,
             result: TxResult::Skipped(String::new()),
-        };
+        });
         match result {
             Ok(result) => {
                 out.record_state(state, shared.coinbase);

@@ -86,17 +86,17 @@ pub fn runtime() -> Bytes {
     a.push_label("fail").op(&[0x57]); // JUMPI
     a.op(&[0x90, 0x81, 0x90, 0x03]); // [kf, amt, bf - amt]
     a.op(&[0x82, 0x55]); // SSTORE(kf, bf - amt) -> [kf, amt]
-    // kt = keccak(to . 0); balance[to] += amt
+                         // kt = keccak(to . 0); balance[to] += amt
     a.op(&[PUSH1, 0x04, 0x35, PUSH1, 0x00, 0x52]); // MSTORE(0, to)
     a.op(&[PUSH1, 0x40, PUSH1, 0x00, 0x20]); // [kf, amt, kt]
     a.op(&[0x80, 0x54, 0x82, 0x01]); // [kf, amt, kt, bt + amt]
     a.op(&[0x90, 0x55]); // SSTORE(kt, bt + amt) -> [kf, amt]
-    // LOG3(0, 32, Transfer, caller, to) with amt in memory
+                         // LOG3(0, 32, Transfer, caller, to) with amt in memory
     a.op(&[PUSH1, 0x00, 0x52]); // MSTORE(0, amt) -> [kf]
     a.op(&[PUSH1, 0x04, 0x35, 0x33]); // [kf, to, caller]
     a.op(&[0x7f]).op(transfer_topic().as_slice()); // PUSH32 topic
     a.op(&[PUSH1, 0x20, PUSH1, 0x00, 0xa3]); // LOG3
-    // return true
+                                             // return true
     a.op(&[PUSH1, 0x01, PUSH1, 0x00, 0x52, PUSH1, 0x20, PUSH1, 0x00, 0xf3]);
     a.finish()
 }

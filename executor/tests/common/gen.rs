@@ -140,7 +140,8 @@ impl Gen {
             }
             // Hot recipients, and pairs sharing a recipient.
             25..=39 => {
-                let to = if self.rng.chance(pair_rate) { *self.rng.pick(&self.hot) } else { self.fresh_address() };
+                let to =
+                    if self.rng.chance(pair_rate) { *self.rng.pick(&self.hot) } else { self.fresh_address() };
                 self.tx(s, call(to), 7, Bytes::new(), 21_000);
             }
             40..=47 => self.tx(s, call(counter_addr()), 0, Bytes::new(), 60_000),
@@ -194,11 +195,8 @@ impl Gen {
     /// EIP-7702: sender `s` sponsors another sender's delegation to the counter.
     fn delegate(&mut self, s: usize) {
         let a = (s + 1) % self.senders.len();
-        let auth = Authorization {
-            chain_id: U256::from(CHAIN_ID),
-            address: counter_addr(),
-            nonce: self.nonces[a],
-        };
+        let auth =
+            Authorization { chain_id: U256::from(CHAIN_ID), address: counter_addr(), nonce: self.nonces[a] };
         let signed = auth.clone().into_signed(self.senders[a].sign_hash(&auth.signature_hash()));
         self.nonces[a] += 1;
         let nonce = self.nonce(s);

@@ -1,0 +1,296 @@
+//! Milliseconds per 5,000-transaction block: plain revm (`transact_commit`
+//! over a `CacheDB`), the sluice sequential executor, and the OCC executor
+//! with 1 and 2 workers, on four workloads. Every transaction is asserted
+//! to succeed, and the OCC outcome to equal the sequential one.
+//!
+//! `cargo bench -p sluice-executor --bench occ` (`OCC_BENCH_RUNS=n` for
+//! more or fewer timed runs per cell; `OCC_BENCH_ONLY=erc20` for one
+//! workload).
+#![allow(missing_docs, clippy::unwrap_used)]
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use alloy_consensus::Transaction as _;
+use alloy_eips::Typed2718;
+use alloy_primitives::{keccak256, Address, Bytes, TxKind, B256, U256};
+use common::{erc20, *};
+use revm::{
+    context::{BlockEnv, CfgEnv, Context, TxEnv},
+    context_interface::block::BlobExcessGasAndPrice,
+    database::{CacheDB, EmptyDB},
+    primitives::{eip4844, hardfork::SpecId},
+    state::{AccountInfo, Bytecode},
+    ExecuteCommitEvm, MainBuilder, MainContext,
+};
+use sluice_executor::{execute_block, testing::MemState, OccExecutor};
+use sluice_messages::{PreparedBlock, PreparedTx};
+use sluice_txpool::Signer;
+
+const TXS: usize = 5_000;
+
+fn key(tag: u8, i: u64) -> Signer {
+    let mut k = [0u8; 32];
+    k[0] = tag;
+    k[24..].copy_from_slice(&i.to_be_bytes());
+    Signer::from_bytes(&B256::from(k)).unwrap()
+}
+
+/// A recipient that does not exist yet, spread like real addresses.
+fn fresh(i: u64) -> Address {
+    Address::from_slice(&keccak256(i.to_be_bytes())[12..])
+}
+
+/// The block-start state, both as sluice's reader and as revm's `CacheDB`.
+struct World {
+    mem: MemState,
+    cache: CacheDB<EmptyDB>,
+}
+
+impl World {
+    fn new() -> Self {
+        World { mem: MemState::new(), cache: CacheDB::new(EmptyDB::default()) }
+    }
+    fn fund(&mut self, a: Address) {
+        self.mem.set_account(a, U256::from(100 * ETH), 0);
+        let info = AccountInfo { balance: U256::from(100 * ETH), ..Default::default() };
+        self.cache.insert_account_info(a, info);
+    }
+    fn code(&mut self, a: Address, code: Bytes) {
+        self.mem.set_code(a, code.clone());
+        let code = Bytecode::new_raw(code);
+        let info =
+            AccountInfo { nonce: 1, code_hash: code.hash_slow(), code: Some(code), ..Default::default() };
+        self.cache.insert_account_info(a, info);
+    }
+    fn slot(&mut self, a: Address, slot: U256, value: U256) {
+        self.mem.set_storage(a, slot, value);
+        self.cache.insert_account_storage(a, slot, value).unwrap();
+    }
+}
+
+fn distinct_transfers() -> (World, Vec<PreparedTx>) {
+    let mut w = World::new();
+    let txs = (0..TXS as u64)
+        .map(|i| {
+            let s = key(1, i);
+            w.fund(s.address());
+            transfer(&s, 0, fresh(i), 1_000)
+        })
+        .collect();
+    (w, txs)
+}
+
+fn paired_conflicts() -> (World, Vec<PreparedTx>) {
+    let mut w = World::new();
+    let mut rng = gen::Rng::new(10);
+    // 10% of the transactions share their recipient with one other one,
+    // placed at random in the block.
+    let mut recipients: Vec<Address> = (0..TXS as u64).map(|i| fresh(1_000_000 + i)).collect();
+    for p in 0..TXS / 20 {
+        let (a, b) = (rng.below(TXS as u64) as usize, rng.below(TXS as u64) as usize);
+        let shared = fresh(2_000_000 + p as u64);
+        recipients[a] = shared;
+        recipients[b] = shared;
+    }
+    let txs = (0..TXS as u64)
+        .map(|i| {
+            let s = key(2, i);
+            w.fund(s.address());
+            transfer(&s, 0, recipients[i as usize], 1_000)
+        })
+        .collect();
+    (w, txs)
+}
+
+fn erc20_holders() -> (World, Vec<PreparedTx>) {
+    const HOLDERS: u64 = 1_000;
+    let mut w = World::new();
+    let token = Address::repeat_byte(0xe2);
+    w.code(token, erc20::runtime());
+    let holders: Vec<Signer> = (0..HOLDERS).map(|i| key(3, i)).collect();
+    for h in &holders {
+        w.fund(h.address());
+        w.slot(token, erc20::balance_slot(h.address()), U256::from(1_000_000));
+    }
+    let mut nonces = vec![0u64; holders.len()];
+    let mut rng = gen::Rng::new(20);
+    let txs = (0..TXS)
+        .map(|_| {
+            let from = rng.below(HOLDERS) as usize;
+            let to = holders[rng.below(HOLDERS) as usize].address();
+            let amount = 1 + rng.below(100);
+            let call = erc20::transfer_call(to, amount);
+            let tx = eip1559(&holders[from], nonces[from], TxKind::Call(token), 0, call, 60_000);
+            nonces[from] += 1;
+            tx
+        })
+        .collect();
+    (w, txs)
+}
+
+fn contended_counter() -> (World, Vec<PreparedTx>) {
+    let mut w = World::new();
+    let counter = Address::repeat_byte(0xc0);
+    w.code(counter, counter_runtime());
+    let txs = (0..TXS as u64)
+        .map(|i| {
+            let s = key(4, i);
+            w.fund(s.address());
+            eip1559(&s, 0, TxKind::Call(counter), 0, Bytes::new(), 50_000)
+        })
+        .collect();
+    (w, txs)
+}
+
+/// revm's environments, as sluice builds them (see `executor/src/env.rs`).
+fn revm_envs(b: &PreparedBlock) -> (BlockEnv, CfgEnv) {
+    let h = &b.block.header;
+    let block = BlockEnv {
+        number: U256::from(h.number),
+        beneficiary: h.coinbase,
+        timestamp: U256::from(h.timestamp),
+        gas_limit: h.gas_limit,
+        basefee: h.base_fee,
+        difficulty: U256::ZERO,
+        prevrandao: Some(h.parent_hash),
+        blob_excess_gas_and_price: Some(BlobExcessGasAndPrice::new(
+            0,
+            eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
+        )),
+        ..Default::default()
+    };
+    let mut cfg = CfgEnv::new_with_spec(SpecId::PRAGUE);
+    cfg.chain_id = CHAIN_ID;
+    (block, cfg)
+}
+
+fn tx_env(tx: &PreparedTx) -> TxEnv {
+    let PreparedTx::Ready(tx) = tx else { panic!("invalid tx in a benchmark block") };
+    let t = &tx.tx;
+    TxEnv {
+        tx_type: t.ty(),
+        caller: tx.sender,
+        gas_limit: t.gas_limit(),
+        gas_price: t.max_fee_per_gas(),
+        kind: t.kind(),
+        value: t.value(),
+        data: t.input().clone(),
+        nonce: t.nonce(),
+        chain_id: t.chain_id(),
+        access_list: t.access_list().cloned().unwrap_or_default(),
+        gas_priority_fee: t.max_priority_fee_per_gas(),
+        ..Default::default()
+    }
+}
+
+/// One timed run of plain revm over a fresh copy of the state.
+fn revm_run(w: &World, b: &PreparedBlock) -> Duration {
+    let (block, cfg) = revm_envs(b);
+    let mut evm = Context::mainnet().with_db(w.cache.clone()).with_block(block).with_cfg(cfg).build_mainnet();
+    let start = Instant::now();
+    for tx in &b.txs {
+        let result = evm.transact_commit(tx_env(tx)).unwrap();
+        assert!(result.is_success(), "revm: a transaction failed: {result:?}");
+    }
+    start.elapsed()
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e3
+}
+
+fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
+    let b = block(1, u64::MAX / 4, txs);
+    let oracle = execute_block(&w.mem, &cfg(), &b).unwrap();
+    assert!(oracle.skipped.is_empty() && oracle.receipts.iter().all(|r| r.success), "{name}: a tx failed");
+    let occ1 = OccExecutor::new(cfg(), 1, 64, 10);
+    let occ2 = OccExecutor::new(cfg(), 2, 64, 10);
+    let mut times: [Vec<Duration>; 4] = Default::default();
+    let mut modes = Vec::new();
+    // Round-robin so that noise from other processes hits every column.
+    for run in 0..runs + 2 {
+        let t0 = revm_run(&w, &b);
+        let start = Instant::now();
+        let seq = execute_block(&w.mem, &cfg(), &b).unwrap();
+        let t1 = start.elapsed();
+        let mut occ_times = [Duration::ZERO; 2];
+        for (i, exec) in [&occ1, &occ2].into_iter().enumerate() {
+            let start = Instant::now();
+            let out = exec.execute_block(&w.mem, &b).unwrap();
+            occ_times[i] = start.elapsed();
+            if run == 0 {
+                assert!(
+                    out.receipts == seq.receipts && out.changes == seq.changes && out.skipped.is_empty(),
+                    "{name}: OCC differs from sequential"
+                );
+                modes.push(format!("{}w: {:?}", i + 1, out.stats));
+            }
+        }
+        if run >= 2 {
+            for (col, t) in [t0, t1, occ_times[0], occ_times[1]].into_iter().enumerate() {
+                times[col].push(t);
+            }
+        }
+    }
+    let [revm, seq, o1, o2] = times.map(median);
+    println!("| {name} | {revm:.2} | {seq:.2} | {o1:.2} | {o2:.2} | {:.2}x | {:.2}x |", revm / o2, seq / o2);
+    for m in modes {
+        eprintln!("    {name} {m}");
+    }
+}
+
+/// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the OCC executor, in a
+/// loop, for a profiler.
+fn profile(spec: &str, workloads: &[(&str, fn() -> (World, Vec<PreparedTx>))]) {
+    let (name, workers) = spec.split_once(':').unwrap();
+    let (_, make) = workloads.iter().find(|(n, _)| n.contains(name)).unwrap();
+    let (w, txs) = make();
+    let b = block(1, u64::MAX / 4, txs);
+    let exec = OccExecutor::new(cfg(), workers.parse().unwrap(), 64, 10);
+    let start = Instant::now();
+    let runs = 200;
+    let (mut spec_t, mut val_t, mut merge_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for _ in 0..runs {
+        let out = exec.execute_block(&w.mem, &b).unwrap();
+        assert!(out.skipped.is_empty());
+        spec_t += out.stats.speculate;
+        val_t += out.stats.validate;
+        merge_t += out.stats.merge;
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3 / f64::from(runs);
+    println!(
+        "{spec}: {:.2} ms per block (speculate {:.2}, of which commit {:.2}; merge {:.2})",
+        ms(start.elapsed()),
+        ms(spec_t),
+        ms(val_t),
+        ms(merge_t)
+    );
+}
+
+fn main() {
+    let runs: usize = std::env::var("OCC_BENCH_RUNS").map_or(15, |n| n.parse().unwrap());
+    let only = std::env::var("OCC_BENCH_ONLY").ok();
+    let workloads: [(&str, fn() -> (World, Vec<PreparedTx>)); 4] = [
+        ("distinct transfers", distinct_transfers),
+        ("erc20 1000 holders", erc20_holders),
+        ("10% paired conflicts", paired_conflicts),
+        ("contended counter", contended_counter),
+    ];
+    if let Ok(spec) = std::env::var("OCC_BENCH_PROFILE") {
+        return profile(&spec, &workloads);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("{TXS}-tx blocks, median of {runs} runs, {cores} cores; ms per block");
+    println!();
+    println!("| workload | revm transact_commit | sluice sequential | OCC 1 worker | OCC 2 workers | revm / OCC2 | seq / OCC2 |");
+    println!("|---|---|---|---|---|---|---|");
+    for (name, make) in workloads {
+        if only.as_deref().is_none_or(|o| name.contains(o)) {
+            bench(name, make(), runs);
+        }
+    }
+}

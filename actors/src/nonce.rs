@@ -194,7 +194,8 @@ impl Actor for NonceActor {
 }
 
 impl NonceActor {
-    /// Handles an admission; `Ok` once it is answered or handed on.
+    /// Handles an admission: answers it, or hands the transaction to its
+    /// shard (waiting for room) and answers then.
     fn handle_admit(
         &mut self,
         tx: sluice_messages::RecoveredTx,

@@ -32,7 +32,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{PrepareMsg, ProducerMsg, ShardMsg},
-    supervise::{contain, Inject, Supervisor},
+    supervise::{contain, Contained, Inject, Supervisor},
 };
 
 /// Block limits and constants the producer stamps into headers.
@@ -77,6 +77,12 @@ pub struct Producer {
     sup: Supervisor,
     /// An injected stall: nothing is sealed before this.
     stall_until: Option<Instant>,
+    /// A seal is queued or running. actix's interval catches up on missed
+    /// ticks inside one poll, calling the tick once per missed interval
+    /// before any queued seal has run: without this, a producer held up by
+    /// backpressure for two block times would queue two seals on the same
+    /// parent and produce two blocks with one number.
+    sealing: bool,
 }
 
 impl Producer {
@@ -101,12 +107,16 @@ impl Producer {
             metrics: ActorMetrics::new("producer"),
             sup: Supervisor::new(Site::Producer),
             stall_until: None,
+            sealing: false,
         }
     }
 
     /// A seal on the tick or a wake-up, with the failpoint applied and
     /// panics contained.
     fn seal_supervised(&mut self, ctx: &mut Context<Self>) {
+        if self.sealing {
+            return;
+        }
         if self.stall_until.is_some_and(|t| t > Instant::now()) {
             return;
         }
@@ -123,7 +133,11 @@ impl Producer {
             Some(Action::Drop) => return,
             Some(Action::Delay(d)) => {
                 let wait = tokio::time::sleep(d);
-                ctx.wait(wait.into_actor(self).map(|_, act, ctx| act.seal_contained(ctx, Inject::Nothing)));
+                self.sealing = true;
+                ctx.wait(wait.into_actor(self).map(|_, act, ctx| {
+                    act.sealing = false;
+                    act.seal_contained(ctx, Inject::Nothing)
+                }));
                 return;
             }
             Some(Action::Stall(d)) => {
@@ -149,6 +163,10 @@ impl Producer {
     /// Seals one block if anything is waiting; a backlog of full blocks is
     /// sealed back to back, not one per tick.
     fn seal(&mut self, ctx: &mut Context<Self>) {
+        if self.sealing {
+            // The seal in flight continues the chain itself.
+            return;
+        }
         self.seal_then(ctx, |act, ctx, _| {
             if act.counters.len() >= act.settings.max_block_txs as u64 {
                 act.seal(ctx);
@@ -164,6 +182,11 @@ impl Producer {
     where
         F: FnOnce(&mut Self, &mut Context<Self>, bool) + 'static,
     {
+        if self.sealing {
+            // Retry once the seal in flight is done (only flush gets here).
+            ctx.run_later(Duration::from_millis(5), move |act, ctx| act.seal_then(ctx, then));
+            return;
+        }
         if self.counters.is_empty() {
             then(self, ctx, false);
             return;
@@ -175,7 +198,9 @@ impl Producer {
         let settings = self.settings.clone();
         let prepare = self.prepare.clone();
         let parent = self.parent;
-        let fut = async move {
+        // Contained: this future runs outside any handler body, and a panic
+        // in it would take the light arbiter (nonce, shards) down with it.
+        let fut = Contained::new(async move {
             let txs = take_block(&shards, first, &settings).await;
             if txs.is_empty() {
                 return None;
@@ -190,8 +215,18 @@ impl Producer {
                 return None;
             }
             Some(block)
-        };
+        });
+        // Set last, so a panic before the seal is queued cannot leave it set.
+        self.sealing = true;
         ctx.wait(fut.into_actor(self).map(move |sealed, act, ctx| {
+            act.sealing = false;
+            let sealed = sealed.unwrap_or_else(|panic| {
+                // Transactions taken before the panic cannot be named here;
+                // the failure counts towards escalation.
+                tracing::error!(panic, "sealing a block panicked; transactions it took may be lost");
+                act.sup.panicked(&panic);
+                None
+            });
             let progressed = sealed.is_some();
             if let Some(block) = sealed {
                 let now = Instant::now();
@@ -207,6 +242,7 @@ impl Producer {
                 };
             }
             act.metrics.handled(start);
+            act.sealing = false;
             then(act, ctx, progressed);
         }));
     }

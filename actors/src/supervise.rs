@@ -15,7 +15,10 @@
 use std::{
     any::Any,
     collections::VecDeque,
+    future::Future,
     panic::{catch_unwind, AssertUnwindSafe},
+    pin::Pin,
+    task::{Context, Poll},
     time::{Duration, Instant},
 };
 
@@ -65,6 +68,41 @@ pub fn install(policy: Policy, halt: impl Fn(String) + Send + Sync + 'static) {
 /// the event loop.
 pub fn contain<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(p.as_ref()))
+}
+
+/// A future polled inside `catch_unwind` (for futures an actor runs with
+/// `ctx.wait`, outside any handler body): a panic while polling becomes
+/// `Err(message)`, and the inner future is dropped, never polled again.
+pub struct Contained<F> {
+    inner: Option<Pin<Box<F>>>,
+}
+
+impl<F: Future> Contained<F> {
+    /// Wraps `f`.
+    pub fn new(f: F) -> Self {
+        Contained { inner: Some(Box::pin(f)) }
+    }
+}
+
+impl<F: Future> Future for Contained<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(Err("polled after a panic".into()));
+        };
+        match contain(|| inner.as_mut().poll(cx)) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => {
+                self.inner = None;
+                Poll::Ready(Ok(v))
+            }
+            Err(panic) => {
+                self.inner = None;
+                Poll::Ready(Err(panic))
+            }
+        }
+    }
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> String {

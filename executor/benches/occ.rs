@@ -31,6 +31,9 @@ use sluice_txpool::Signer;
 
 const TXS: usize = 5_000;
 
+/// A workload: its name and how to build its state and transactions.
+type Workload = (&'static str, fn() -> (World, Vec<PreparedTx>));
+
 fn key(tag: u8, i: u64) -> Signer {
     let mut k = [0u8; 32];
     k[0] = tag;
@@ -211,6 +214,7 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     let occ2 = OccExecutor::new(cfg(), 2, 64, 10);
     let mut times: [Vec<Duration>; 4] = Default::default();
     let mut modes = Vec::new();
+    let mut par = Vec::new();
     // Round-robin so that noise from other processes hits every column.
     for run in 0..runs + 2 {
         let t0 = revm_run(&w, &b);
@@ -234,25 +238,70 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
             for (col, t) in [t0, t1, occ_times[0], occ_times[1]].into_iter().enumerate() {
                 times[col].push(t);
             }
+            par.push(parallelism());
         }
     }
     let [revm, seq, o1, o2] = times.map(median);
-    println!("| {name} | {revm:.2} | {seq:.2} | {o1:.2} | {o2:.2} | {:.2}x | {:.2}x |", revm / o2, seq / o2);
+    par.sort_by(f64::total_cmp);
+    println!(
+        "| {name} | {revm:.2} | {seq:.2} | {o1:.2} | {o2:.2} | {:.2}x | {:.2}x | {:.2}x | {:.2}x |",
+        revm / o2,
+        seq / o2,
+        seq / o1,
+        par[par.len() / 2]
+    );
     for m in modes {
         eprintln!("    {name} {m}");
     }
 }
 
+/// A fixed CPU-bound job (integer mixing over a 256 KiB table: no sharing
+/// between threads).
+fn spin_job(seed: u64, n: u64) -> u64 {
+    let mut t = vec![0u64; 32 * 1024];
+    let mut x = seed;
+    for i in 0..n {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let k = (x >> 40) as usize % t.len();
+        t[k] = t[k].wrapping_add(x ^ i);
+    }
+    t.iter().fold(x, |a, b| a ^ b)
+}
+
+/// How much faster two threads finish a job than one, right now: the
+/// machine is shared, and this bounds what two workers can achieve.
+fn parallelism() -> f64 {
+    let n = 20_000_000;
+    let start = Instant::now();
+    std::hint::black_box(spin_job(1, n));
+    let one = start.elapsed();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| spin_job(2, n / 2));
+        std::hint::black_box(spin_job(3, n / 2));
+        h.join().unwrap()
+    });
+    one.as_secs_f64() / start.elapsed().as_secs_f64()
+}
+
 /// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the OCC executor, in a
 /// loop, for a profiler.
-fn profile(spec: &str, workloads: &[(&str, fn() -> (World, Vec<PreparedTx>))]) {
+fn profile(spec: &str, workloads: &[Workload]) {
     let (name, workers) = spec.split_once(':').unwrap();
     let (_, make) = workloads.iter().find(|(n, _)| n.contains(name)).unwrap();
     let (w, txs) = make();
     let b = block(1, u64::MAX / 4, txs);
+    let runs = 200;
+    if workers == "seq" {
+        let start = Instant::now();
+        for _ in 0..runs {
+            assert!(execute_block(&w.mem, &cfg(), &b).unwrap().skipped.is_empty());
+        }
+        println!("{spec}: {:.2} ms per block", start.elapsed().as_secs_f64() * 1e3 / f64::from(runs));
+        return;
+    }
     let exec = OccExecutor::new(cfg(), workers.parse().unwrap(), 64, 10);
     let start = Instant::now();
-    let runs = 200;
     let (mut spec_t, mut val_t, mut merge_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     for _ in 0..runs {
         let out = exec.execute_block(&w.mem, &b).unwrap();
@@ -274,7 +323,7 @@ fn profile(spec: &str, workloads: &[(&str, fn() -> (World, Vec<PreparedTx>))]) {
 fn main() {
     let runs: usize = std::env::var("OCC_BENCH_RUNS").map_or(15, |n| n.parse().unwrap());
     let only = std::env::var("OCC_BENCH_ONLY").ok();
-    let workloads: [(&str, fn() -> (World, Vec<PreparedTx>)); 4] = [
+    let workloads: [Workload; 4] = [
         ("distinct transfers", distinct_transfers),
         ("erc20 1000 holders", erc20_holders),
         ("10% paired conflicts", paired_conflicts),
@@ -286,8 +335,11 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("{TXS}-tx blocks, median of {runs} runs, {cores} cores; ms per block");
     println!();
-    println!("| workload | revm transact_commit | sluice sequential | OCC 1 worker | OCC 2 workers | revm / OCC2 | seq / OCC2 |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| workload | revm transact_commit | sluice sequential | OCC 1 worker | OCC 2 workers | revm / OCC2 \
+         | seq / OCC2 | seq / OCC1 | machine 2-thread speedup |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (name, make) in workloads {
         if only.as_deref().is_none_or(|o| name.contains(o)) {
             bench(name, make(), runs);

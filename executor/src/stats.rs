@@ -14,8 +14,12 @@ pub enum SequentialReason {
     /// A transaction failed validation after `max_incarnations` executions;
     /// the rest of the block ran in order.
     MaxIncarnations,
-    /// Most recent transactions conflicted with their predecessors, so
-    /// speculation was wasted work; the rest of the block ran in order.
+    /// The block is contended: most transactions depend on their
+    /// predecessors, so speculation is wasted work. Found among the first
+    /// commits (each writing what one of the few before it wrote, or most
+    /// speculative results invalid), the whole block is re-run by the
+    /// sequential executor (`sequential_from` is `None`); found later, the
+    /// rest of the block ran in order.
     Contention,
     /// Something the parallel engine does not model (the coinbase account
     /// being created, destroyed or deleted); the whole block was re-run by

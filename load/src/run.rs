@@ -41,7 +41,8 @@ fn check(args: &RunArgs) -> Result<(), LoadError> {
     if args.tps.is_none() && args.count.is_none() && args.txs.is_none() {
         return Err(LoadError::Args("an unthrottled duration run needs --txs (how many to pre-sign)".into()));
     }
-    if args.tps.is_some_and(|r| !matches!(r.partial_cmp(&0.0), Some(std::cmp::Ordering::Greater))) {
+    // Written so NaN is refused too.
+    if args.tps.is_some_and(|r| r.is_nan() || r <= 0.0) {
         return Err(LoadError::Args("--tps must be positive".into()));
     }
     if !(0.0..=1.0).contains(&args.conflict_rate) {

@@ -47,7 +47,7 @@ impl FakeNode {
                 if nonce < *next {
                     return json!({"jsonrpc":"2.0","id":id,"error":{"code":-32000,"message":"nonce too low"}});
                 }
-                if self.attempts % 5 == 0 {
+                if self.attempts.is_multiple_of(5) {
                     return json!({"jsonrpc":"2.0","id":id,"error":{"code":-32003,"message":"txpool is full"}});
                 }
                 *next += 1;
@@ -115,7 +115,7 @@ fn refusals_are_resynced_and_every_slot_is_counted_once() {
     let signers = keys::seeded_keys(3, 12);
     let addrs: Vec<Address> = signers.iter().map(|s| s.address()).collect();
     let fees = Fees { chain_id: 31337, max_fee_wei: 2_000_000_000, tip_wei: 1 };
-    let txs = presign(&Workload::Transfer, &fees, 3, &signers, &vec![0; 12], 240);
+    let txs = presign(&Workload::Transfer, &fees, 3, &signers, &[0; 12], 240);
     let counters = Arc::new(Counters::default());
     let slots = 400u64;
     let cfg = WorkerConfig {

@@ -221,6 +221,13 @@ fn every_actor_survives_every_fault_kind_and_escalates_to_a_clean_halt() {
     let mut cases: Vec<(&str, &str)> =
         SITES.iter().flat_map(|s| ACTIONS.iter().map(move |a| (*s, *a))).collect();
     cases.shuffle(&mut rng);
+    // FAULT_TEST_ONLY=site:action[,...] runs (repeats of) only those cases.
+    if let Ok(only) = std::env::var("FAULT_TEST_ONLY") {
+        let wanted: Vec<&str> = only.split(',').collect();
+        cases.retain(|(s, a)| wanted.contains(&format!("{s}:{a}").as_str()));
+        let repeat: usize = std::env::var("FAULT_TEST_REPEAT").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+        cases = cases.iter().cycle().take(cases.len() * repeat).copied().collect();
+    }
     let mut blocks = Vec::new();
     for (site, action) in cases {
         run_case(&node, &mut senders, &mut rng, site, action, &mut blocks, seed);

@@ -67,6 +67,12 @@ async fn handle(state: web::Data<super::RpcState>, body: web::Bytes) -> HttpResp
     }
 }
 
+/// Answers one request body exactly as the HTTP endpoint does, without
+/// actix: the entry point for fuzzing (`fuzz/`) and in-process tests.
+pub async fn handle_body(state: &SharedState, body: &[u8]) -> Option<Vec<u8>> {
+    respond(state, body, &mut |_, _| None).await
+}
+
 /// Methods a transport answers itself, before [`eth::dispatch`] (the
 /// WebSocket's `eth_subscribe`); `None` passes the call on.
 pub(crate) type LocalMethods<'a> = &'a mut dyn FnMut(&str, Option<&Value>) -> Option<Result<Value, RpcError>>;

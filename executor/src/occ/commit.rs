@@ -16,20 +16,28 @@ use sluice_store::Account as StoredAccount;
 
 use super::{
     engine::{Abort, Shared},
-    footprint::{event, field, AccountValue, CoinbasePost, TxOutcome, TxResult},
+    footprint::{event, field, AccountValue, CoinbasePost, Outcome, TxOutcome, TxResult},
     mv::lock,
     worker::Worker,
 };
 use crate::stats::SequentialReason;
 
-/// Contention score scale: the score is a moving average of "this commit
-/// needed a re-run", in 1/1024ths.
+/// Contention score scale: the score is a moving average of "this
+/// speculative result needed a re-run", in 1/1024ths.
 const SCORE_ONE: u32 = 1024;
-/// Above this share of recent commits needing a re-run, speculation is
-/// mostly wasted: the rest of the block runs in order.
+/// Above this share of recent speculative results needing a re-run,
+/// speculation is mostly wasted work.
 const CONTENTION_THRESHOLD: u32 = SCORE_ONE / 2;
-/// Commits before the contention score is trusted.
-const CONTENTION_MIN_COMMITS: u32 = 24;
+/// Speculative results judged before the contention score is trusted.
+const CONTENTION_MIN_SAMPLES: u32 = 12;
+/// Contention found within this many transactions: restart the whole block
+/// on the sequential executor (little is wasted, and it has no overhead for
+/// in-order execution); later, run the rest in order here instead.
+const RESTART_WITHIN: u32 = 64;
+/// How far back a transaction's writes are compared with earlier ones to
+/// recognise a dependency chain (each transaction writing what one of the
+/// previous few wrote: no schedule can run those in parallel).
+const CHAIN_REACH: usize = 4;
 /// Write sets of the most recent commits kept for validation.
 const RECENT: usize = 64;
 /// Above this many read-against-write comparisons, validate through the
@@ -99,13 +107,18 @@ pub(crate) struct CommitState {
     pub(crate) coinbase: CoinbaseState,
     /// The last [`RECENT`] commits (their final writes), the newest last;
     /// `None` for a transaction that wrote nothing.
-    recent: VecDeque<Option<Box<TxOutcome>>>,
+    recent: VecDeque<Option<Outcome>>,
     pub(crate) conflicts: u32,
     pub(crate) reruns: u32,
     pub(crate) max_depth: u32,
     pub(crate) fast: u32,
-    /// Moving share of commits that needed a re-run.
+    /// Moving share of speculative results that needed a re-run.
     score: u32,
+    /// Speculative results judged so far.
+    samples: u32,
+    /// Among the first commits, how many wrote a location one of the
+    /// previous [`CHAIN_REACH`] transactions wrote.
+    chained: u32,
     /// Set when the rest of the block runs in order, with where it started.
     pub(crate) sequential: Option<(SequentialReason, u32)>,
     pub(crate) validate_time: Duration,
@@ -135,10 +148,17 @@ impl CommitState {
             max_depth: 0,
             fast: 0,
             score: 0,
+            samples: 0,
+            chained: 0,
             sequential: None,
             validate_time: Duration::ZERO,
             done_at: None,
         }
+    }
+
+    /// The outcomes still kept for validation, for reuse.
+    pub(crate) fn drain_recent(&mut self) -> impl Iterator<Item = Outcome> + '_ {
+        self.recent.drain(..).flatten()
     }
 
     fn fall_back(&mut self, shared: &Shared<'_>, reason: SequentialReason, from: u32) {
@@ -176,20 +196,19 @@ fn commit_loop(
             st.done_at.get_or_insert_with(Instant::now);
             return Ok(Progress::Done);
         }
-        // Taken first: the slot's lock must not be held while waiting for it.
-        let ready = shared.take(c);
-        let outcome = match ready {
-            Some(outcome) => outcome,
+        let outcome = if shared.claim(c) {
             // Nobody took it yet: run it here, on the exact prefix.
-            None if shared.claim(c) => {
-                let out = worker.execute(c, 0, Some(&st.coinbase))?;
-                shared.publish(c, &out);
-                out
-            }
+            let out = worker.execute(c, 0, Some(&st.coinbase))?;
+            shared.publish(c, &out, worker);
+            out
+        } else if let Some(out) = shared.take(c) {
+            out
+        } else if st.sequential.is_some() {
             // Running in order: the worker still executing it will finish
             // shortly, and only the commit can go on.
-            None if st.sequential.is_some() => shared.wait_for(c)?,
-            None => return Ok(Progress::Waiting),
+            shared.wait_for(c)?
+        } else {
+            return Ok(Progress::Waiting);
         };
         commit_one(shared, worker, st, c, outcome)?;
     }
@@ -200,18 +219,22 @@ fn commit_one(
     worker: &mut Worker<'_>,
     st: &mut CommitState,
     c: u32,
-    mut outcome: Box<TxOutcome>,
+    mut outcome: Outcome,
 ) -> Result<(), Abort> {
     if let PreparedTx::Ready(tx) = shared.tx(c) {
         let remaining = shared.block_gas_limit.saturating_sub(st.gas_used);
         if tx.gas_limit() > remaining {
             // Not applicable here, whatever its execution did.
             shared.unpublish(c, &outcome);
+            worker.recycle(outcome);
             let reason = format!("gas limit {} exceeds remaining block gas {remaining}", tx.gas_limit());
             st.skipped.push((tx.hash, reason));
-            return finish(shared, st, c, None);
+            return finish(shared, worker, st, c, None);
         }
     }
+    // Only results that raced with earlier transactions say anything about
+    // contention: one that started on the exact prefix is valid anyway.
+    let raced = outcome.started != c;
     if !still_valid(shared, st, &outcome, c)? {
         st.conflicts += 1;
         let incarnation = outcome.incarnation + 1;
@@ -221,15 +244,30 @@ fn commit_one(
         // Withdrawn first: the re-run may publish its writes as it goes.
         shared.unpublish(c, &outcome);
         let fresh = worker.execute(c, incarnation, Some(&st.coinbase))?;
-        shared.publish(c, &fresh);
+        shared.publish(c, &fresh, worker);
         st.reruns += 1;
         st.max_depth = st.max_depth.max(incarnation);
-        outcome = fresh;
+        worker.recycle(std::mem::replace(&mut outcome, fresh));
         st.score += (SCORE_ONE - st.score) / 8;
-    } else {
+        st.samples += 1;
+    } else if raced {
         st.score -= st.score / 8;
+        st.samples += 1;
     }
-    if st.score > CONTENTION_THRESHOLD && c >= CONTENTION_MIN_COMMITS {
+    // A block that starts as a dependency chain is handed to the sequential
+    // executor, whatever the timing (with one core, nothing races, yet the
+    // parallel bookkeeping is pure overhead).
+    let window = RESTART_WITHIN.min(shared.len() / 4);
+    if c < window {
+        st.chained += u32::from(chains(st, &outcome));
+        if c + 1 == window && st.chained * 4 > window * 3 {
+            return Err(Abort::Contended);
+        }
+    }
+    if st.score > CONTENTION_THRESHOLD && st.samples >= CONTENTION_MIN_SAMPLES && st.sequential.is_none() {
+        if c < window {
+            return Err(Abort::Contended);
+        }
         st.fall_back(shared, SequentialReason::Contention, c + 1);
     }
     // Fields are taken out rather than the whole (large) outcome moved.
@@ -243,24 +281,27 @@ fn commit_one(
             st.skipped.push((shared.tx(c).hash(), reason));
         }
         TxResult::Applied { mut receipt, fee } => {
-            st.coinbase.apply(outcome.coinbase_post.take(), fee)?;
+            st.coinbase.apply(outcome.coinbase_post.take().map(|post| *post), fee)?;
             st.gas_used = st.gas_used.saturating_add(receipt.gas_used);
             receipt.index = u32::try_from(st.receipts.len()).unwrap_or(u32::MAX);
             receipt.cumulative_gas_used = st.gas_used;
             st.receipts.push(receipt);
         }
     }
-    finish(shared, st, c, Some(outcome))
+    finish(shared, worker, st, c, Some(outcome))
 }
 
 fn finish(
     shared: &Shared<'_>,
+    worker: &mut Worker<'_>,
     st: &mut CommitState,
     c: u32,
-    outcome: Option<Box<TxOutcome>>,
+    outcome: Option<Outcome>,
 ) -> Result<(), Abort> {
     if st.recent.len() == RECENT {
-        st.recent.pop_front();
+        if let Some(old) = st.recent.pop_front().flatten() {
+            worker.recycle(old);
+        }
     }
     st.recent.push_back(outcome);
     st.next = c + 1;
@@ -268,10 +309,24 @@ fn finish(
     Ok(())
 }
 
+/// Whether `outcome` writes a location one of the last [`CHAIN_REACH`]
+/// committed transactions wrote.
+fn chains(st: &CommitState, outcome: &TxOutcome) -> bool {
+    let from = st.recent.len().saturating_sub(CHAIN_REACH);
+    st.recent.range(from..).flatten().any(|w| {
+        outcome.account_writes.iter().any(|a| {
+            w.account_writes.iter().any(|b| a.address == b.address && a.mask & b.mask & field::ALL != 0)
+        }) || outcome
+            .slot_writes
+            .iter()
+            .any(|a| w.slot_writes.iter().any(|b| a.address == b.address && a.key == b.key))
+    })
+}
+
 /// Whether every read of `outcome` (transaction `c`) still holds now that
 /// every transaction before it is committed.
 fn still_valid(shared: &Shared<'_>, st: &CommitState, outcome: &TxOutcome, c: u32) -> Result<bool, Abort> {
-    if outcome.coinbase_read.is_some_and(|read| read != st.coinbase.value) {
+    if outcome.coinbase_read.as_deref().is_some_and(|read| *read != st.coinbase.value) {
         return Ok(false);
     }
     let started = outcome.started;

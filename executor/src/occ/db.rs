@@ -24,7 +24,7 @@ pub(crate) struct WorkerDb<'s> {
     tx: u32,
     pub(crate) account_reads: InlineVec<AccountRead, 2>,
     pub(crate) slot_reads: Vec<SlotRead>,
-    pub(crate) coinbase_read: Option<AccountValue>,
+    pub(crate) coinbase_read: Option<Box<AccountValue>>,
     /// The coinbase as of the committed prefix, when executing at the commit
     /// point; otherwise reads get the shared, possibly stale, copy.
     pub(crate) exact_coinbase: Option<CoinbaseState>,
@@ -50,7 +50,7 @@ impl<'s> WorkerDb<'s> {
     pub(crate) fn begin(&mut self, tx: u32) {
         self.tx = tx;
         self.account_reads = InlineVec::default();
-        self.slot_reads = Vec::new();
+        self.slot_reads.clear();
         self.coinbase_read = None;
     }
 }
@@ -70,7 +70,7 @@ impl Database for WorkerDb<'_> {
                     (c.value, c.code.clone())
                 }
             };
-            self.coinbase_read = Some(value);
+            self.coinbase_read = Some(Box::new(value));
             return Ok(value.info(code));
         }
         let view = shared.mv.read_account(shared.reader, address, self.tx)?;

@@ -20,7 +20,7 @@ use sluice_store::StateReader;
 
 use super::{
     commit::{commit_ready, CoinbaseState, CommitState, Progress},
-    footprint::TxOutcome,
+    footprint::{Outcome, TxOutcome},
     merge::{self, AccountFinal, MergePart},
     mv::{lock, MvMemory},
     worker::Worker,
@@ -40,8 +40,22 @@ pub(crate) enum Abort {
     /// The block needs something the engine does not model: rerun it
     /// sequentially.
     Unsupported,
+    /// The block is contended from its start: rerun it sequentially.
+    Contended,
     /// Another worker aborted.
     Stopped,
+}
+
+/// Outcomes kept from one block to the next, at most.
+const MAX_SPARE_OUTCOMES: usize = 4096;
+
+/// What one block leaves to the next: allocations worth keeping.
+#[derive(Debug)]
+pub(crate) struct Spare {
+    /// The multi-version memory, empty.
+    pub(crate) mv: MvMemory,
+    /// Outcomes to fill.
+    pub(crate) outcomes: Vec<Outcome>,
 }
 
 impl From<DbError> for Abort {
@@ -75,6 +89,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) tail: AtomicBool,
     stop: AtomicBool,
     abort: Mutex<Option<Abort>>,
+    /// Outcomes to reuse, shared out to workers when they start.
+    pool: Mutex<Vec<Outcome>>,
     commit: Mutex<CommitState>,
 }
 
@@ -90,6 +106,7 @@ impl<'a> Shared<'a> {
         cfg: &ExecConfig,
         block: &'a PreparedBlock,
         max_incarnations: u32,
+        spare: Spare,
     ) -> Result<Self, DbError> {
         let header = &block.block.header;
         let cfg_env = cfg_env(cfg);
@@ -106,7 +123,8 @@ impl<'a> Shared<'a> {
             base_fee: header.base_fee,
             block_gas_limit: header.gas_limit,
             max_incarnations: max_incarnations.max(1),
-            mv: MvMemory::new(2 * n + 1),
+            mv: spare.mv,
+            pool: Mutex::new(spare.outcomes),
             coinbase_hint: Mutex::new(coinbase.clone()),
             slots: (0..n).map(|_| Slot::default()).collect(),
             next: AtomicU32::new(0),
@@ -133,9 +151,10 @@ impl<'a> Shared<'a> {
     }
 
     /// Makes `out`'s writes visible (unless its execution already did).
-    pub(crate) fn publish(&self, index: u32, out: &TxOutcome) {
+    pub(crate) fn publish(&self, index: u32, out: &TxOutcome, worker: &mut Worker<'_>) {
         if !out.published {
-            self.mv.publish(index, out.incarnation, out.account_writes.iter(), &out.slot_writes);
+            let flagged = &mut worker.flagged;
+            self.mv.publish(index, out.incarnation, out.account_writes.iter(), &out.slot_writes, flagged);
         }
     }
 
@@ -144,14 +163,14 @@ impl<'a> Shared<'a> {
     }
 
     /// Hands transaction `index`'s result to the commit.
-    fn store(&self, index: u32, out: Box<TxOutcome>) {
+    fn store(&self, index: u32, out: Outcome) {
         let slot = &self.slots[index as usize];
         *lock(&slot.outcome) = Some(out);
         slot.ready.store(true, Ordering::Release);
     }
 
     /// Takes transaction `index`'s result, if it is stored.
-    pub(crate) fn take(&self, index: u32) -> Option<Box<TxOutcome>> {
+    pub(crate) fn take(&self, index: u32) -> Option<Outcome> {
         let slot = &self.slots[index as usize];
         if !slot.ready.swap(false, Ordering::Acquire) {
             return None;
@@ -162,7 +181,7 @@ impl<'a> Shared<'a> {
     }
 
     /// Waits for the worker executing transaction `index` to store it.
-    pub(crate) fn wait_for(&self, index: u32) -> Result<Box<TxOutcome>, Abort> {
+    pub(crate) fn wait_for(&self, index: u32) -> Result<Outcome, Abort> {
         let mut spins = 0u32;
         loop {
             if let Some(out) = self.take(index) {
@@ -201,7 +220,7 @@ impl<'a> Shared<'a> {
 /// One transaction's hand-over from its worker to the commit.
 #[derive(Debug, Default)]
 struct Slot {
-    outcome: Mutex<Option<Box<TxOutcome>>>,
+    outcome: Mutex<Option<Outcome>>,
     /// Set after `outcome` is stored, so waiters need not take the lock.
     ready: AtomicBool,
 }
@@ -215,11 +234,24 @@ fn backoff(spins: &mut u32) {
     }
 }
 
+/// Transactions a worker claims at once: up to 8, while leaving every
+/// worker dozens of chunks (more in flight means more stale reads).
+fn claim_chunk(txs: u32, workers: usize) -> u32 {
+    let workers = u32::try_from(workers).unwrap_or(u32::MAX).max(1);
+    (txs / workers.saturating_mul(32)).clamp(1, 8)
+}
+
 /// One worker thread: speculate ahead and commit in order until every
 /// transaction is committed, then build a share of the change set.
 fn work(shared: &Shared<'_>, id: usize, workers: usize) -> Result<MergePart, Abort> {
-    let mut worker = Worker::new(shared);
+    let spare = {
+        let mut pool = lock(&shared.pool);
+        let keep = pool.len().saturating_sub(pool.len().div_ceil(workers));
+        pool.split_off(keep)
+    };
+    let mut worker = Worker::new(shared, spare);
     let n = shared.len();
+    let chunk = claim_chunk(n, workers);
     loop {
         if shared.stopped() {
             return Err(Abort::Stopped);
@@ -228,13 +260,18 @@ fn work(shared: &Shared<'_>, id: usize, workers: usize) -> Result<MergePart, Abo
         if shared.tail.load(Ordering::Acquire) {
             break;
         }
-        let index = shared.next.fetch_add(1, Ordering::AcqRel);
-        if index >= n {
+        // A few consecutive transactions at a time: each sees its
+        // predecessors' writes, and the worker that executed them usually
+        // commits them too, while they are still in its cache.
+        let first = shared.next.fetch_add(chunk, Ordering::AcqRel);
+        if first >= n {
             break;
         }
-        let out = worker.execute(index, 0, None)?;
-        shared.publish(index, &out);
-        shared.store(index, out);
+        for index in first..(first + chunk).min(n) {
+            let out = worker.execute(index, 0, None)?;
+            shared.publish(index, &out, &mut worker);
+            shared.store(index, out);
+        }
     }
     let mut spins = 0;
     while shared.committed.load(Ordering::Acquire) < n {
@@ -248,6 +285,7 @@ fn work(shared: &Shared<'_>, id: usize, workers: usize) -> Result<MergePart, Abo
             _ => backoff(&mut spins),
         }
     }
+    lock(&shared.pool).extend(worker.into_spare());
     // The last commit happens-before this: every write is final.
     while shared.committed.load(Ordering::Acquire) < n {
         if shared.stopped() {
@@ -274,17 +312,20 @@ fn guarded(shared: &Shared<'_>, id: usize, workers: usize) -> Option<MergePart> 
     }
 }
 
-/// Executes `block` with `workers` threads (the caller's included).
-/// `Ok(None)`: the block must be executed sequentially instead.
+/// Executes `block` with `workers` threads (the caller's included) using
+/// the previous block's `spare` allocations (`spare.mv` empty), returned for
+/// the next block when all went well. `Ok((Err(reason), _))`: the block must be executed
+/// sequentially instead.
 pub(crate) fn run(
     reader: &dyn StateReader,
     cfg: &ExecConfig,
     block: &PreparedBlock,
     workers: usize,
     max_incarnations: u32,
-) -> Result<Option<BlockOutcome>, ExecError> {
+    spare: Spare,
+) -> Result<(Result<BlockOutcome, SequentialReason>, Option<Spare>), ExecError> {
     let start = Instant::now();
-    let shared = Shared::new(reader, cfg, block, max_incarnations)?;
+    let shared = Shared::new(reader, cfg, block, max_incarnations, spare)?;
     let workers = workers.max(1);
     let parts: Vec<Option<MergePart>> = std::thread::scope(|s| {
         let shared = &shared;
@@ -300,12 +341,16 @@ pub(crate) fn run(
     });
     match lock(&shared.abort).take() {
         Some(Abort::Store(e)) => return Err(e.into()),
-        Some(Abort::Unsupported) => return Ok(None),
+        Some(Abort::Unsupported) => return Ok((Err(SequentialReason::Unsupported), None)),
+        Some(Abort::Contended) => return Ok((Err(SequentialReason::Contention), None)),
         Some(Abort::Stopped) | None => {}
     }
     let parts: Vec<MergePart> = parts.into_iter().flatten().collect();
     assert!(parts.len() == workers, "a worker stopped without a reason");
-    let st = shared.commit.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mv = shared.mv;
+    let mut outcomes = shared.pool.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut st = shared.commit.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    outcomes.extend(st.drain_recent());
     let speculate = st.done_at.map_or(Duration::ZERO, |t| t.duration_since(start));
     let coinbase = AccountFinal::coinbase(shared.coinbase, &st.coinbase);
     let changes = merge::assemble(reader, parts, coinbase)?;
@@ -324,13 +369,10 @@ pub(crate) fn run(
         validate: st.validate_time,
         merge: start.elapsed().saturating_sub(speculate),
     };
-    Ok(Some(BlockOutcome {
-        receipts: st.receipts,
-        skipped: st.skipped,
-        gas_used: st.gas_used,
-        changes,
-        stats,
-    }))
+    let outcome =
+        BlockOutcome { receipts: st.receipts, skipped: st.skipped, gas_used: st.gas_used, changes, stats };
+    outcomes.truncate(MAX_SPARE_OUTCOMES);
+    Ok((Ok(outcome), Some(Spare { mv, outcomes })))
 }
 
 /// Marks an outcome of the sequential executor run in place of the parallel

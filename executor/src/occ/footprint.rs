@@ -167,6 +167,10 @@ pub(crate) enum TxResult {
     Skipped(String),
 }
 
+/// Outcomes travel boxed: between threads and lists a pointer moves, not
+/// the whole (about 1 KiB) outcome.
+pub(crate) type Outcome = Box<TxOutcome>;
+
 /// One execution of one transaction.
 #[derive(Debug)]
 pub(crate) struct TxOutcome {
@@ -180,20 +184,21 @@ pub(crate) struct TxOutcome {
     pub(crate) published: bool,
     pub(crate) account_reads: InlineVec<AccountRead, 2>,
     pub(crate) slot_reads: Vec<SlotRead>,
-    /// The coinbase account as read (served by the commit, never versioned).
-    pub(crate) coinbase_read: Option<AccountValue>,
+    /// The coinbase account as read (served by the commit, never
+    /// versioned). Boxed, as the next one: rare, and outcomes are moved.
+    pub(crate) coinbase_read: Option<Box<AccountValue>>,
     pub(crate) account_writes: InlineVec<AccountWrite, 2>,
     pub(crate) slot_writes: Vec<SlotWrite>,
-    pub(crate) coinbase_post: Option<CoinbasePost>,
+    pub(crate) coinbase_post: Option<Box<CoinbasePost>>,
     pub(crate) result: TxResult,
 }
 
 impl TxOutcome {
-    /// A result that read and wrote nothing.
-    pub(crate) fn skipped(incarnation: u32, started: u32, reason: String) -> Box<Self> {
+    /// An outcome to fill in (outcomes are recycled, see [`Self::reset`]).
+    pub(crate) fn new() -> Box<Self> {
         Box::new(TxOutcome {
-            incarnation,
-            started,
+            incarnation: 0,
+            started: 0,
             fast: false,
             published: false,
             account_reads: InlineVec::default(),
@@ -202,8 +207,24 @@ impl TxOutcome {
             account_writes: InlineVec::default(),
             slot_writes: Vec::new(),
             coinbase_post: None,
-            result: TxResult::Skipped(reason),
+            result: TxResult::Skipped(String::new()),
         })
+    }
+
+    /// Empties a recycled outcome for another execution, keeping the
+    /// capacity of its lists.
+    pub(crate) fn reset(&mut self, incarnation: u32, started: u32) {
+        self.incarnation = incarnation;
+        self.started = started;
+        self.fast = false;
+        self.published = false;
+        self.account_reads = InlineVec::default();
+        self.slot_reads.clear();
+        self.coinbase_read = None;
+        self.account_writes = InlineVec::default();
+        self.slot_writes.clear();
+        self.coinbase_post = None;
+        self.result = TxResult::Skipped(String::new());
     }
 
     /// Records the state revm returned for an applied transaction as writes,
@@ -227,7 +248,7 @@ impl TxOutcome {
                 }
             }
             if address == coinbase {
-                self.coinbase_post = Some(CoinbasePost { info: account.info, created, destroyed });
+                self.coinbase_post = Some(Box::new(CoinbasePost { info: account.info, created, destroyed }));
                 continue;
             }
             if destroyed || emptied {
@@ -240,7 +261,16 @@ impl TxOutcome {
             let mask = if created {
                 field::ALL | event::CREATED
             } else {
-                let before = account.original_info();
+                // Compared with what the transaction read (every account revm
+                // touches was read through the database first).
+                let before = match self.account_reads.iter().find(|r| r.address == address) {
+                    Some(read) => read.value,
+                    None => {
+                        let o = account.original_info();
+                        let exists = !account.is_loaded_as_not_existing();
+                        AccountValue { balance: o.balance, nonce: o.nonce, code_hash: o.code_hash, exists }
+                    }
+                };
                 let mut mask = 0;
                 if before.balance != info.balance {
                     mask |= field::BALANCE;
@@ -251,7 +281,7 @@ impl TxOutcome {
                 if normalize_code_hash(before.code_hash) != info.code_hash {
                     mask |= field::CODE;
                 }
-                if account.is_loaded_as_not_existing() {
+                if !before.exists {
                     mask |= field::EXISTS;
                 }
                 mask

@@ -14,9 +14,10 @@ use sluice_messages::{AccountChange, ChangeSet, CodeChange};
 use sluice_store::{Account as StoredAccount, StateReader};
 
 use super::{
+    cell::AccountCell,
     commit::CoinbaseState,
     footprint::{event, field, AccountValue},
-    mv::{AccountCell, MvMemory},
+    mv::MvMemory,
 };
 use crate::db::{normalize_code_hash, DbError};
 
@@ -168,6 +169,18 @@ pub(crate) struct MergePart {
     slots: Vec<SlotFinal>,
 }
 
+/// Addresses as integers, in the same order: cheaper to compare in sorts.
+fn address_key(a: &Address) -> (u64, u64, u32) {
+    let b = a.as_slice();
+    let mut hi = [0u8; 8];
+    let mut mid = [0u8; 8];
+    let mut lo = [0u8; 4];
+    hi.copy_from_slice(&b[..8]);
+    mid.copy_from_slice(&b[8..16]);
+    lo.copy_from_slice(&b[16..]);
+    (u64::from_be_bytes(hi), u64::from_be_bytes(mid), u32::from_be_bytes(lo))
+}
+
 /// Works through shards `worker`, `worker + workers`, ... of `mv`.
 pub(crate) fn merge_part(
     reader: &dyn StateReader,
@@ -177,37 +190,47 @@ pub(crate) fn merge_part(
     workers: usize,
 ) -> Result<MergePart, DbError> {
     let mut part = MergePart::default();
-    let mut maps = Vec::new();
-    for shard in (worker..mv.shards()).step_by(workers.max(1)) {
-        let (accounts, slots) = mv.take_shard(shard);
-        for (key, cell) in slots {
+    let shards: Vec<_> = (worker..mv.shards()).step_by(workers.max(1)).map(|i| mv.shard(i)).collect();
+    // Built in memory order into buckets by the address's first byte, each
+    // then sorted (small, in cache) and the buckets concatenated: visiting
+    // the cells in address order, or gathering results in address order,
+    // would miss the cache on each account.
+    let total: usize = shards.iter().map(|(accounts, _)| accounts.len()).sum();
+    let mut buckets: Vec<Vec<AccountChange>> =
+        (0..256).map(|_| Vec::with_capacity(total / 200 + 1)).collect();
+    for (accounts, slots) in &shards {
+        for (key, cell) in slots.iter() {
             if let Some(last) = cell.versions.as_slice().last() {
                 let (address, key) = key.key;
                 part.slots.push(SlotFinal { address, key, value: last.value, tx: last.tx, base: cell.base });
             }
         }
-        maps.push(accounts);
-    }
-    // Sorted by a small key first: moving large results around in a sort
-    // costs more than building them. The coinbase is never versioned; it is
-    // finished from the commit's state, in `assemble`.
-    let mut order: Vec<(Address, &AccountCell)> = maps
-        .iter()
-        .flat_map(|m| m.iter())
-        .filter(|(k, cell)| k.key != coinbase && (!cell.versions.is_empty() || cell.storage_written))
-        .map(|(k, cell)| (k.key, cell))
-        .collect();
-    order.sort_unstable_by_key(|(address, _)| *address);
-    part.changes.reserve(order.len());
-    for (address, cell) in order {
-        let f = AccountFinal::replay(reader, address, cell)?;
-        if cell.storage_written {
-            part.joins.push(f);
-        } else if let Some(change) = f.change(reader, &[])? {
-            part.changes.push(change);
+        for (key, cell) in accounts.iter() {
+            let address = key.key;
+            // The coinbase is never versioned: it is finished from the
+            // commit's state, in `assemble`.
+            if address == coinbase || (cell.versions.is_empty() && !cell.storage_written) {
+                continue;
+            }
+            let f = AccountFinal::replay(reader, address, cell)?;
+            if cell.storage_written {
+                part.joins.push(f);
+            } else if let Some(change) = f.change(reader, &[])? {
+                buckets[usize::from(address[0])].push(change);
+            }
         }
     }
-    part.slots.sort_unstable_by_key(|s| (s.address, s.key));
+    // Not cleared here: both workers would free version lists the other
+    // allocated at once, which glibc serializes on its arena locks. The next
+    // block clears the memory on one thread (`MvMemory::reset`).
+    drop(shards);
+    part.changes.reserve(buckets.iter().map(Vec::len).sum());
+    for mut bucket in buckets {
+        bucket.sort_unstable_by_key(|c| address_key(&c.address));
+        part.changes.append(&mut bucket);
+    }
+    part.joins.sort_unstable_by_key(|f| address_key(&f.address));
+    part.slots.sort_unstable_by_key(|s| (address_key(&s.address), s.key));
     Ok(part)
 }
 

@@ -2,7 +2,8 @@
 //! the block wrote, so that transaction `k` reads the latest write of a
 //! transaction before `k`, or the block-start state.
 //!
-//! Sharded maps behind short mutexes (never two held at once). Block-start
+//! Sharded maps behind short mutexes (at most two held at once, taken in
+//! shard order: a plain transfer updates its two accounts). Block-start
 //! values are cached in the cells the first time they are needed, so the
 //! state reader is asked once per location per block. The coinbase account
 //! is never stored here: fees make it change in every transaction, so the
@@ -17,13 +18,15 @@ use std::{
     },
 };
 
-use alloy_primitives::{map::DefaultHashBuilder, Address, U256};
-use revm::state::Bytecode;
-use sluice_store::{Account as StoredAccount, StateReader};
+use alloy_primitives::{
+    map::{AddressSet, DefaultHashBuilder},
+    Address, U256,
+};
+use sluice_store::StateReader;
 
 use super::{
-    footprint::{event, field, AccountRead, AccountValue, AccountWrite, SlotRead, SlotWrite, Version},
-    small::{ByTx, Versions},
+    cell::{load_base, view, AccountCell, AccountVersion, AccountView, SlotCell, SlotVersion},
+    footprint::{event, field, AccountRead, AccountWrite, SlotRead, SlotWrite, Version},
 };
 use crate::db::DbError;
 
@@ -34,66 +37,6 @@ const SHARDS: usize = 64;
 /// parallel attempt, so nothing reads the data it may have left half-done.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// One account write, by one incarnation of one transaction.
-#[derive(Debug, Clone)]
-pub(crate) struct AccountVersion {
-    pub(crate) tx: u32,
-    pub(crate) incarnation: u32,
-    pub(crate) mask: u8,
-    pub(crate) value: AccountValue,
-    pub(crate) code: Option<Bytecode>,
-}
-
-impl ByTx for AccountVersion {
-    fn tx(&self) -> u32 {
-        self.tx
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SlotVersion {
-    pub(crate) tx: u32,
-    pub(crate) incarnation: u32,
-    pub(crate) value: U256,
-}
-
-impl ByTx for SlotVersion {
-    fn tx(&self) -> u32 {
-        self.tx
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct AccountCell {
-    /// Block-start account, once loaded (`Some(None)`: did not exist).
-    pub(crate) base: Option<Option<StoredAccount>>,
-    /// Some transaction wrote one of its storage slots.
-    pub(crate) storage_written: bool,
-    pub(crate) versions: Versions<AccountVersion>,
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct SlotCell {
-    /// Block-start value, once loaded.
-    pub(crate) base: Option<U256>,
-    pub(crate) versions: Versions<SlotVersion>,
-}
-
-/// An account as read by transaction `k`.
-#[derive(Debug, Clone)]
-pub(crate) struct AccountView {
-    pub(crate) value: AccountValue,
-    pub(crate) versions: [Version; 4],
-    /// The code, when a transaction of this block set it.
-    pub(crate) code: Option<Bytecode>,
-}
-
-impl AccountView {
-    pub(crate) fn read(&self, address: Address, mask: u8) -> AccountRead {
-        AccountRead { address, mask, versions: self.versions, value: self.value }
-    }
 }
 
 /// A key with its hash, computed once per access: it picks the shard and
@@ -154,73 +97,6 @@ impl std::fmt::Debug for MvMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MvMemory").finish_non_exhaustive()
     }
-}
-
-fn load_base(
-    cell: &mut AccountCell,
-    reader: &dyn StateReader,
-    address: &Address,
-) -> Result<Option<StoredAccount>, DbError> {
-    if let Some(base) = cell.base {
-        return Ok(base);
-    }
-    let base = reader.account(address)?;
-    cell.base = Some(base);
-    Ok(base)
-}
-
-/// `cell` (of `address`) as transaction `tx` sees it.
-pub(crate) fn view(
-    cell: &mut AccountCell,
-    reader: &dyn StateReader,
-    address: Address,
-    tx: u32,
-) -> Result<AccountView, DbError> {
-    let mut view = AccountView { value: AccountValue::default(), versions: [Version::BASE; 4], code: None };
-    let mut missing = field::ALL;
-    for v in cell.versions.below(tx) {
-        let found = v.mask & missing;
-        if found == 0 {
-            continue;
-        }
-        let version = Version::of(v.tx, v.incarnation);
-        for (bit, i) in field::EACH {
-            if found & bit != 0 {
-                view.versions[i] = version;
-            }
-        }
-        if found & field::BALANCE != 0 {
-            view.value.balance = v.value.balance;
-        }
-        if found & field::NONCE != 0 {
-            view.value.nonce = v.value.nonce;
-        }
-        if found & field::CODE != 0 {
-            view.value.code_hash = v.value.code_hash;
-            view.code = v.code.clone();
-        }
-        if found & field::EXISTS != 0 {
-            view.value.exists = v.value.exists;
-        }
-        missing &= !found;
-        if missing == 0 {
-            return Ok(view);
-        }
-    }
-    let base = AccountValue::from_stored(load_base(cell, reader, &address)?.as_ref());
-    if missing & field::BALANCE != 0 {
-        view.value.balance = base.balance;
-    }
-    if missing & field::NONCE != 0 {
-        view.value.nonce = base.nonce;
-    }
-    if missing & field::CODE != 0 {
-        view.value.code_hash = base.code_hash;
-    }
-    if missing & field::EXISTS != 0 {
-        view.value.exists = base.exists;
-    }
-    Ok(view)
 }
 
 impl MvMemory {
@@ -392,12 +268,16 @@ impl MvMemory {
 
     /// Makes transaction `tx`'s writes visible to later transactions,
     /// replacing its earlier incarnation's at the same locations.
+    /// `flagged` holds the accounts this worker already flagged as having
+    /// storage written in this block, so that a contract written by every
+    /// transaction does not cost a lock on its account each time.
     pub(crate) fn publish<'w>(
         &self,
         tx: u32,
         incarnation: u32,
         accounts: impl IntoIterator<Item = &'w AccountWrite>,
         slots: &[SlotWrite],
+        flagged: &mut AddressSet,
     ) {
         for w in accounts {
             if w.mask & event::WIPES != 0 {
@@ -408,13 +288,10 @@ impl MvMemory {
             let k = self.account_key(w.address);
             self.account_shard(&k).entry(k).or_default().versions.insert(version);
         }
-        let mut flagged: Option<Address> = None;
         for w in slots {
-            // Slots come grouped by account: flag each account once.
-            if flagged != Some(w.address) {
+            if flagged.insert(w.address) {
                 let k = self.account_key(w.address);
                 self.account_shard(&k).entry(k).or_default().storage_written = true;
-                flagged = Some(w.address);
             }
             let version = SlotVersion { tx, incarnation, value: w.value };
             let k = self.slot_key(w.address, w.key);
@@ -448,9 +325,20 @@ impl MvMemory {
         SHARDS
     }
 
-    /// Takes shard `i` of both maps out (for the change set, once every
-    /// transaction is committed).
-    pub(crate) fn take_shard(&self, i: usize) -> (AccountMap, SlotMap) {
-        (std::mem::take(&mut *lock(&self.accounts[i].0)), std::mem::take(&mut *lock(&self.slots[i].0)))
+    /// Shard `i` of both maps (for the change set, once every transaction is
+    /// committed).
+    pub(crate) fn shard(&self, i: usize) -> (MutexGuard<'_, AccountMap>, MutexGuard<'_, SlotMap>) {
+        (lock(&self.accounts[i].0), lock(&self.slots[i].0))
+    }
+
+    /// Ready for another block (keeping the maps' capacity).
+    pub(crate) fn reset(&mut self) {
+        for shard in self.accounts.iter_mut().map(|s| &mut s.0) {
+            shard.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        }
+        for shard in self.slots.iter_mut() {
+            shard.0.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        }
+        *self.any_wipes.get_mut() = false;
     }
 }

@@ -82,7 +82,9 @@ impl<T: ByTx> Versions<T> {
                 let Versions::One(old) = std::mem::take(self) else {
                     return;
                 };
-                let mut many = Vec::with_capacity(4);
+                // Room for the usual few writers at once: growing it later may free a
+                // buffer another thread allocated, which glibc makes costly.
+                let mut many = Vec::with_capacity(8);
                 if old.tx() < value.tx() {
                     many.extend([old, value]);
                 } else {

@@ -22,10 +22,9 @@ use revm::primitives::KECCAK_EMPTY;
 use sluice_messages::{Receipt, RecoveredTx};
 
 use super::{
+    cell::{view, AccountVersion},
     engine::Shared,
     footprint::{field, AccountValue, AccountWrite, TxOutcome, TxResult},
-    mv::{view, AccountVersion},
-    small::InlineVec,
 };
 use crate::db::DbError;
 
@@ -104,17 +103,18 @@ fn plan(shared: &Shared<'_>, tx: &RecoveredTx) -> Option<Plan> {
     })
 }
 
-/// Executes `tx` (transaction `index` of the block) as a plain transfer, or
-/// returns `None` when it does not qualify.
+/// Executes `tx` (transaction `index` of the block) as a plain transfer
+/// into `out` (reset for this execution), or returns `false` when it does
+/// not qualify (`out` is then untouched).
 pub(crate) fn try_transfer(
     shared: &Shared<'_>,
     tx: &RecoveredTx,
     index: u32,
-    incarnation: u32,
-    started: u32,
-) -> Result<Option<Box<TxOutcome>>, DbError> {
+    out: &mut TxOutcome,
+) -> Result<bool, DbError> {
+    let incarnation = out.incarnation;
     let Some(plan) = plan(shared, tx) else {
-        return Ok(None);
+        return Ok(false);
     };
     // Read both accounts and, if the transfer goes ahead, write them, all
     // under their shard locks: two lock round trips for the whole transfer.
@@ -167,14 +167,14 @@ pub(crate) fn try_transfer(
         )))
     })?;
     let Some((to_read, from_read, from_write, to_write)) = done else {
-        return Ok(None);
+        return Ok(false);
     };
-    let mut account_reads = InlineVec::default();
-    account_reads.push(to_read);
-    account_reads.push(from_read);
-    let mut account_writes = InlineVec::default();
-    account_writes.push(from_write);
-    account_writes.push(to_write);
+    out.fast = true;
+    out.published = true;
+    out.account_reads.push(to_read);
+    out.account_reads.push(from_read);
+    out.account_writes.push(from_write);
+    out.account_writes.push(to_write);
     let receipt = Receipt {
         tx_hash: tx.hash,
         tx_type: tx.tx.ty(),
@@ -189,17 +189,6 @@ pub(crate) fn try_transfer(
         logs: Vec::new(),
         output: Bytes::new(),
     };
-    Ok(Some(Box::new(TxOutcome {
-        incarnation,
-        started,
-        fast: true,
-        published: true,
-        account_reads,
-        slot_reads: Vec::new(),
-        coinbase_read: None,
-        account_writes,
-        slot_writes: Vec::new(),
-        coinbase_post: None,
-        result: TxResult::Applied { receipt, fee: plan.fee },
-    })))
+    out.result = TxResult::Applied { receipt, fee: plan.fee };
+    Ok(true)
 }

@@ -3,7 +3,7 @@
 
 use std::{cell::Cell, marker::PhantomData, sync::atomic::Ordering};
 
-use alloy_primitives::U256;
+use alloy_primitives::{map::AddressSet, U256};
 use revm::{
     context::{
         result::{EVMError, HaltReason, InvalidTransaction},
@@ -19,8 +19,7 @@ use super::{
     commit::CoinbaseState,
     db::WorkerDb,
     engine::Shared,
-    footprint::{TxOutcome, TxResult},
-    small::InlineVec,
+    footprint::{Outcome, TxOutcome, TxResult},
     transfer,
 };
 use crate::{db::DbError, env::tx_env, sequential::receipt};
@@ -63,11 +62,28 @@ pub(crate) struct Worker<'s> {
     shared: &'s Shared<'s>,
     /// Built on first use: blocks of plain transfers never need one.
     evm: Option<WorkerEvm<'s>>,
+    /// Accounts this worker flagged as having storage written.
+    pub(crate) flagged: AddressSet,
+    /// Outcomes to reuse: allocating one per transaction, and freeing it on
+    /// another thread, costs more than executing a transfer.
+    spare: Vec<Outcome>,
 }
 
 impl<'s> Worker<'s> {
-    pub(crate) fn new(shared: &'s Shared<'s>) -> Self {
-        Worker { shared, evm: None }
+    pub(crate) fn new(shared: &'s Shared<'s>, spare: Vec<Outcome>) -> Self {
+        Worker { shared, evm: None, flagged: AddressSet::default(), spare }
+    }
+
+    /// Gives an outcome back for reuse. Kept however many there are (at
+    /// most one per transaction): freeing it here, when another thread
+    /// allocated it, would contend for that thread's allocator lock.
+    pub(crate) fn recycle(&mut self, out: Outcome) {
+        self.spare.push(out);
+    }
+
+    /// Its spare outcomes, for the next block.
+    pub(crate) fn into_spare(self) -> Vec<Outcome> {
+        self.spare
     }
 
     /// Executes transaction `index` against the multi-version memory.
@@ -78,21 +94,27 @@ impl<'s> Worker<'s> {
         index: u32,
         incarnation: u32,
         exact_coinbase: Option<&CoinbaseState>,
-    ) -> Result<Box<TxOutcome>, DbError> {
+    ) -> Result<Outcome, DbError> {
         let shared = self.shared;
         let started = shared.committed.load(Ordering::Acquire);
+        let mut out = self.spare.pop().unwrap_or_else(TxOutcome::new);
+        out.reset(incarnation, started);
         let tx = match shared.tx(index) {
             PreparedTx::Ready(tx) => tx,
             PreparedTx::Invalid { reason, .. } => {
-                return Ok(TxOutcome::skipped(incarnation, started, reason.clone()))
+                out.result = TxResult::Skipped(reason.clone());
+                return Ok(out);
             }
         };
-        if let Some(out) = transfer::try_transfer(shared, tx, index, incarnation, started)? {
+        if transfer::try_transfer(shared, tx, index, &mut out)? {
             return Ok(out);
         }
         let env = match tx_env(tx) {
             Ok(env) => env,
-            Err(reason) => return Ok(TxOutcome::skipped(incarnation, started, reason.to_string())),
+            Err(reason) => {
+                out.result = TxResult::Skipped(reason.to_string());
+                return Ok(out);
+            }
         };
         let evm = self.evm.get_or_insert_with(|| {
             Context::mainnet()
@@ -111,19 +133,10 @@ impl<'s> Worker<'s> {
         let state = evm.finalize();
         let db = &mut evm.ctx.journaled_state.database;
         db.exact_coinbase = None;
-        let mut out = Box::new(TxOutcome {
-            incarnation,
-            started,
-            fast: false,
-            published: false,
-            account_reads: std::mem::take(&mut db.account_reads),
-            slot_reads: std::mem::take(&mut db.slot_reads),
-            coinbase_read: db.coinbase_read.take(),
-            account_writes: InlineVec::default(),
-            slot_writes: Vec::new(),
-            coinbase_post: None,
-            result: TxResult::Skipped(String::new()),
-        });
+        // Swapped, not taken: both lists keep their capacity for reuse.
+        std::mem::swap(&mut out.account_reads, &mut db.account_reads);
+        std::mem::swap(&mut out.slot_reads, &mut db.slot_reads);
+        out.coinbase_read = db.coinbase_read.take();
         match result {
             Ok(result) => {
                 out.record_state(state, shared.coinbase);

@@ -219,7 +219,8 @@ impl Gen {
 /// A block of `len` transactions for `seed`.
 pub fn scenario(seed: u64, len: usize) -> Scenario {
     let mut rng = Rng::new(seed);
-    let sender_count = 2 + rng.below(24) as usize;
+    // Mostly many senders; sometimes a few, so that nonce chains dominate.
+    let sender_count = if rng.chance(20) { 2 + rng.below(6) } else { 16 + rng.below(48) } as usize;
     let senders: Vec<Signer> = (0..sender_count as u64).map(key_signer).collect();
     let mut state = MemState::new();
     for s in &senders {

@@ -344,7 +344,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sluice-dashboards-")
     node = prom = None
     try:
-        env = {"SLUICE_MEMPOOL__MAX_TXS_PER_SENDER": "32"}
+        # Small blocks still run on the parallel executor, so the OCC panels
+        # have data under this light load (the default runs blocks under 64
+        # transactions sequentially).
+        env = {"SLUICE_MEMPOOL__MAX_TXS_PER_SENDER": "32", "SLUICE_PIPELINE__OCC_MIN_BLOCK_TXS": "2"}
         ws_env = {"SLUICE_RPC__WS_MAX_CONNECTIONS": "2", "SLUICE_RPC__WS_PING_INTERVAL_MS": "1000"}
         with_ws = supported(args.node, {**env, **ws_env})
         if with_ws:

@@ -293,7 +293,8 @@ fn work(shared: &Shared<'_>, id: usize, workers: usize) -> Result<MergePart, Abo
         }
         backoff(&mut spins);
     }
-    Ok(merge::merge_part(shared.reader, &shared.mv, shared.coinbase, id, workers)?)
+    let coinbase = AccountFinal::coinbase(shared.coinbase, &lock(&shared.commit).coinbase);
+    Ok(merge::merge_part(shared.reader, &shared.mv, coinbase, id, workers)?)
 }
 
 /// A worker thread's body: a panic stops the others (which would otherwise
@@ -352,8 +353,7 @@ pub(crate) fn run(
     let mut st = shared.commit.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     outcomes.extend(st.drain_recent());
     let speculate = st.done_at.map_or(Duration::ZERO, |t| t.duration_since(start));
-    let coinbase = AccountFinal::coinbase(shared.coinbase, &st.coinbase);
-    let changes = merge::assemble(reader, parts, coinbase)?;
+    let changes = merge::assemble(parts);
     let stats = ExecStats {
         mode: match st.sequential {
             Some((reason, _)) => ExecMode::Sequential { reason },

@@ -160,13 +160,11 @@ pub(crate) struct SlotFinal {
     base: Option<U256>,
 }
 
-/// One worker's share of the change set, each list sorted.
+/// One worker's share of the change set: the changes of the accounts whose
+/// address starts with a byte in its range, sorted.
 #[derive(Debug, Default)]
 pub(crate) struct MergePart {
     changes: Vec<AccountChange>,
-    /// Accounts with storage written, finished in `assemble`.
-    joins: Vec<AccountFinal>,
-    slots: Vec<SlotFinal>,
 }
 
 /// Addresses as integers, in the same order: cheaper to compare in sorts.
@@ -181,112 +179,93 @@ fn address_key(a: &Address) -> (u64, u64, u32) {
     (u64::from_be_bytes(hi), u64::from_be_bytes(mid), u32::from_be_bytes(lo))
 }
 
-/// Works through shards `worker`, `worker + workers`, ... of `mv`.
+/// Worker `worker` of `workers`: the accounts whose address starts with a
+/// byte in this range. Ranges split the change set into consecutive pieces,
+/// so the parts only need concatenating.
+fn first_bytes(worker: usize, workers: usize) -> std::ops::Range<usize> {
+    let workers = workers.max(1);
+    256 * worker / workers..256 * (worker + 1) / workers
+}
+
+/// Builds worker `worker`'s part of the change set; `coinbase` is the
+/// coinbase's end state (it is never versioned).
 pub(crate) fn merge_part(
     reader: &dyn StateReader,
     mv: &MvMemory,
-    coinbase: Address,
+    coinbase: AccountFinal,
     worker: usize,
     workers: usize,
 ) -> Result<MergePart, DbError> {
-    let mut part = MergePart::default();
-    let shards: Vec<_> = (worker..mv.shards()).step_by(workers.max(1)).map(|i| mv.shard(i)).collect();
+    let range = first_bytes(worker, workers);
+    let mine = |a: &Address| range.contains(&usize::from(a[0]));
     // Built in memory order into buckets by the address's first byte, each
-    // then sorted (small, in cache) and the buckets concatenated: visiting
-    // the cells in address order, or gathering results in address order,
-    // would miss the cache on each account.
-    let total: usize = shards.iter().map(|(accounts, _)| accounts.len()).sum();
-    let mut buckets: Vec<Vec<AccountChange>> =
-        (0..256).map(|_| Vec::with_capacity(total / 200 + 1)).collect();
-    for (accounts, slots) in &shards {
-        for (key, cell) in slots.iter() {
-            if let Some(last) = cell.versions.as_slice().last() {
+    // then ordered through a small index (moving large changes around in a
+    // sort costs more than building them), and concatenated: visiting cells
+    // or gathering results in address order would miss the cache each time.
+    let mut buckets: Vec<Vec<Option<AccountChange>>> = range.clone().map(|_| Vec::new()).collect();
+    let mut joins = Vec::new();
+    let mut slots = Vec::new();
+    // Every worker reads every shard (for its own addresses), starting at a
+    // different one so that they rarely wait for each other's lock.
+    let shards = mv.shards();
+    for i in 0..shards {
+        let (accounts, slot_cells) = mv.shard((i + shards * worker / workers.max(1)) % shards);
+        for (key, cell) in slot_cells.iter() {
+            if let (true, Some(last)) = (mine(&key.key.0), cell.versions.as_slice().last()) {
                 let (address, key) = key.key;
-                part.slots.push(SlotFinal { address, key, value: last.value, tx: last.tx, base: cell.base });
+                slots.push(SlotFinal { address, key, value: last.value, tx: last.tx, base: cell.base });
             }
         }
         for (key, cell) in accounts.iter() {
             let address = key.key;
-            // The coinbase is never versioned: it is finished from the
-            // commit's state, in `assemble`.
-            if address == coinbase || (cell.versions.is_empty() && !cell.storage_written) {
+            if !mine(&address) || address == coinbase.address {
+                continue;
+            }
+            if cell.versions.is_empty() && !cell.storage_written {
                 continue;
             }
             let f = AccountFinal::replay(reader, address, cell)?;
             if cell.storage_written {
-                part.joins.push(f);
+                joins.push(f);
             } else if let Some(change) = f.change(reader, &[])? {
-                buckets[usize::from(address[0])].push(change);
+                buckets[usize::from(address[0]) - range.start].push(Some(change));
             }
         }
     }
-    // Not cleared here: both workers would free version lists the other
-    // allocated at once, which glibc serializes on its arena locks. The next
-    // block clears the memory on one thread (`MvMemory::reset`).
-    drop(shards);
-    part.changes.reserve(buckets.iter().map(Vec::len).sum());
-    for mut bucket in buckets {
-        bucket.sort_unstable_by_key(|c| address_key(&c.address));
-        part.changes.append(&mut bucket);
+    // Accounts with storage written (contracts: few), with their slots.
+    if mine(&coinbase.address) {
+        joins.push(coinbase);
     }
-    part.joins.sort_unstable_by_key(|f| address_key(&f.address));
-    part.slots.sort_unstable_by_key(|s| (address_key(&s.address), s.key));
-    Ok(part)
-}
-
-/// Puts the workers' parts and the coinbase together, in canonical order.
-pub(crate) fn assemble(
-    reader: &dyn StateReader,
-    parts: Vec<MergePart>,
-    coinbase: AccountFinal,
-) -> Result<ChangeSet, DbError> {
-    let mut changes = Vec::with_capacity(parts.len() + 1);
-    let mut joins = Vec::with_capacity(parts.len() + 1);
-    let mut slots = Vec::with_capacity(parts.len());
-    for part in parts {
-        changes.push(part.changes);
-        joins.push(part.joins);
-        slots.push(part.slots);
-    }
-    joins.push(vec![coinbase]);
-    let joins = kmerge(joins, |f: &AccountFinal| f.address);
-    let slots = kmerge(slots, |s| (s.address, s.key));
-    let mut joined = Vec::with_capacity(joins.len());
+    joins.sort_unstable_by_key(|f| address_key(&f.address));
+    slots.sort_unstable_by_key(|s| (address_key(&s.address), s.key));
     let mut at = 0;
     for f in joins {
-        let start = at;
-        let end = start + slots[start..].partition_point(|s| s.address == f.address);
-        at = end;
-        if let Some(change) = f.change(reader, &slots[start..end])? {
-            joined.push(change);
+        let end = at + slots[at..].partition_point(|s| s.address == f.address);
+        if let Some(change) = f.change(reader, &slots[at..end])? {
+            buckets[usize::from(f.address[0]) - range.start].push(Some(change));
         }
+        at = end;
     }
     // Publishing a slot flags its account, so every slot was joined.
     assert!(at == slots.len(), "a storage slot was written for an account that was not");
-    changes.push(joined);
-    Ok(ChangeSet { accounts: kmerge(changes, |c| c.address) })
+    let mut part = MergePart { changes: Vec::with_capacity(buckets.iter().map(Vec::len).sum()) };
+    let mut order = Vec::new();
+    for mut bucket in buckets {
+        order.clear();
+        order.extend(
+            bucket.iter().enumerate().filter_map(|(i, c)| Some((address_key(&c.as_ref()?.address), i))),
+        );
+        order.sort_unstable();
+        part.changes.extend(order.iter().filter_map(|(_, i)| bucket[*i].take()));
+    }
+    Ok(part)
 }
 
-/// Merges sorted lists into one sorted list.
-fn kmerge<T, K: Ord>(lists: Vec<Vec<T>>, key: impl Fn(&T) -> K) -> Vec<T> {
-    let total = lists.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    let mut iters: Vec<_> = lists.into_iter().map(|l| l.into_iter().peekable()).collect();
-    loop {
-        let mut best: Option<(usize, K)> = None;
-        for (i, it) in iters.iter_mut().enumerate() {
-            if let Some(head) = it.peek() {
-                let k = key(head);
-                if best.as_ref().is_none_or(|(_, b)| k < *b) {
-                    best = Some((i, k));
-                }
-            }
-        }
-        let Some((i, _)) = best else {
-            return out;
-        };
-        if let Some(item) = iters[i].next() {
-            out.push(item);
-        }
+/// The change set: the workers' parts, in worker order.
+pub(crate) fn assemble(parts: Vec<MergePart>) -> ChangeSet {
+    let mut accounts = Vec::with_capacity(parts.iter().map(|p| p.changes.len()).sum());
+    for mut part in parts {
+        accounts.append(&mut part.changes);
     }
+    ChangeSet { accounts }
 }

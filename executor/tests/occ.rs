@@ -329,3 +329,18 @@ fn storage_of_a_deleted_account_reads_zero_later_in_the_block() {
     assert_eq!(after(&state, &expected).get_storage(&empty.address(), &U256::ZERO), U256::from(1));
     check_block("wiped storage", &state, &b, 10, &mut Coverage::default());
 }
+
+#[test]
+fn empty_and_tiny_blocks_run_in_parallel_too() {
+    let state = funded_state();
+    for n in [0u64, 1, 2, 5] {
+        let txs = (0..n).map(|i| transfer(&signer(1), i, Address::repeat_byte(0x33), 1)).collect();
+        let b = block(1, GAS_LIMIT, txs);
+        let expected = run(&state, &b);
+        for workers in [1, 2, 8] {
+            let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
+            check_same(&format!("{n} txs"), &state, &expected, &got);
+            assert_eq!(got.stats.mode, ExecMode::Parallel);
+        }
+    }
+}

@@ -202,7 +202,9 @@ pub(crate) fn merge_part(
     // then ordered through a small index (moving large changes around in a
     // sort costs more than building them), and concatenated: visiting cells
     // or gathering results in address order would miss the cache each time.
-    let mut buckets: Vec<Vec<Option<AccountChange>>> = range.clone().map(|_| Vec::new()).collect();
+    let per_bucket = mv.len_hint() / 200;
+    let mut buckets: Vec<Vec<Option<AccountChange>>> =
+        range.clone().map(|_| Vec::with_capacity(per_bucket)).collect();
     let mut joins = Vec::new();
     let mut slots = Vec::new();
     // Every worker reads every shard (for its own addresses), starting at a

@@ -13,18 +13,23 @@
 //!   wrote, tagged with its version (transaction, incarnation). Transaction
 //!   `k` reads the latest write of a transaction before `k`, else the
 //!   block-start state, and records which version it saw.
-//! - **Workers** claim transactions in block order and execute them against
-//!   that memory (`worker.rs`), publishing their writes at once so later
-//!   transactions see them. One EVM per worker, reused; plain value
-//!   transfers skip the interpreter entirely (`transfer.rs`).
+//! - **Workers** (scoped threads, the caller's included) claim transactions
+//!   in block order, a few consecutive ones at a time, and execute them
+//!   against that memory (`worker.rs`), publishing their writes at once so
+//!   later transactions see them. One EVM per worker, reused; plain value
+//!   transfers skip the interpreter entirely (`transfer.rs`) and update
+//!   their two accounts under their two shard locks.
 //! - **Ordered commit** (`commit.rs`): after each execution a worker tries
 //!   the commit lock; its holder commits transactions in order while their
 //!   results are ready. A result is valid when every read still sees the
 //!   same version (or, after a predecessor re-ran, the same value) now that
 //!   everything before it is committed, i.e. final. An invalid result is
 //!   re-run right there against the committed prefix (incarnation + 1),
-//!   which is exact by construction. A transaction that started when all its
-//!   predecessors were committed needs no validation at all.
+//!   which is exact by construction. Cheap cases first: a transaction that
+//!   started when all its predecessors were committed needs no validation;
+//!   one whose reads all came from transactions committed before it started
+//!   only needs its reads compared with the writes of those committed since
+//!   (kept by the commit), without touching the shared memory.
 //! - **Fees as deltas**: the EVM does not pay the coinbase (the handler
 //!   defers the reward); the commit adds each transaction's fee to the
 //!   coinbase in order. The coinbase account is never versioned: a
@@ -33,8 +38,13 @@
 //!   sees every earlier fee.
 //! - **No intermediate state**: nothing is materialized per transaction. When
 //!   every transaction is committed, only committed versions remain in the
-//!   memory; the workers turn it into the change set in parallel
-//!   (`merge.rs`), replaying the sequential overlay's rules per account.
+//!   memory; the workers turn it into the change set in parallel, each for a
+//!   range of addresses so that the parts just concatenate (`merge.rs`),
+//!   replaying the sequential overlay's rules per account.
+//! - **Low allocation**: outcomes are recycled (per worker, and from block
+//!   to block with the multi-version memory), because with glibc an
+//!   allocation freed on another thread contends for that thread's arena
+//!   lock; the memory is cleared on one thread when the next block starts.
 //! - **Skips** are the sequential executor's: an invalid or blob transaction
 //!   is skipped without reading anything; revm's refusals (nonce, funds...)
 //!   are results like any other, validated by their reads; "gas limit above

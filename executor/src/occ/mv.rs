@@ -331,6 +331,12 @@ impl MvMemory {
         (lock(&self.accounts[i].0), lock(&self.slots[i].0))
     }
 
+    /// About how many accounts the memory holds (read without locking
+    /// every shard: one shard, scaled).
+    pub(crate) fn len_hint(&self) -> usize {
+        lock(&self.accounts[0].0).len() * SHARDS
+    }
+
     /// Ready for another block (keeping the maps' capacity).
     pub(crate) fn reset(&mut self) {
         for shard in self.accounts.iter_mut().map(|s| &mut s.0) {

@@ -322,7 +322,8 @@ def evaluate(base, expr, start, end):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--node", default=os.path.join(REPO, "target", "debug", "sluice"))
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+    ap.add_argument("--node", default=os.path.join(target, "debug", "sluice"))
     ap.add_argument("--seconds", type=float, default=20, help="load duration")
     ap.add_argument("--rate-interval", default="15s", help="what $__rate_interval becomes")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, TSDB)")

@@ -42,7 +42,7 @@ stamp() { sha256sum "$1" | cut -d' ' -f1; }
 if [ -z "${SUITE_SLUICE_BIN:-}" ]; then
   say "building sluice (cargo build --bin sluice)"
   (cd "$ROOT" && cargo build --quiet --bin sluice) || { echo "cargo build failed"; echo "0 passed, 1 failed"; exit 1; }
-  SUITE_SLUICE_BIN="$ROOT/target/debug/sluice"
+  SUITE_SLUICE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/sluice"
 fi
 [ -x "$SUITE_SLUICE_BIN" ] || { echo "no sluice binary at $SUITE_SLUICE_BIN"; echo "0 passed, 1 failed"; exit 1; }
 

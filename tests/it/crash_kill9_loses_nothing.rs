@@ -90,17 +90,5 @@ fn sigkill_at_random_moments_loses_nothing_reported_committed() {
     assert!(checked > 0, "seed {seed}: the load produced no receipts at all");
     println!("seed {seed}: {checked} receipts survived {cycles} SIGKILLs unchanged");
     assert!(node.terminate().success());
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["replay", "--data-dir"])
-        .arg(node.data_dir())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "seed {seed}: replay failed: {}{}",
-        stdout,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("every app hash equals the hash vault"), "{stdout}");
+    node.assert_replay_matches_vault(&format!("seed {seed}"));
 }

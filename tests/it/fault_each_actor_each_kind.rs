@@ -242,17 +242,6 @@ fn every_actor_survives_every_fault_kind_and_escalates_to_a_clean_halt() {
     let site = halting[rng.random_range(0..halting.len())];
     escalate(&mut node, &mut senders, site, seed);
     assert!(!node.terminate().success(), "seed {seed}: a halted node exits non-zero");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["replay", "--data-dir"])
-        .arg(node.data_dir())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "seed {seed}: replay failed: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("every app hash equals the hash vault"), "{stdout}");
+    node.assert_replay_matches_vault(&format!("seed {seed}"));
     let _ = std::fs::remove_dir_all(dir);
 }

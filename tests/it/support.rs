@@ -71,6 +71,24 @@ impl TestNode {
         self.dir.join("data")
     }
 
+    /// Runs `sluice replay` on the (stopped) node's data dir and asserts that
+    /// every block re-executes to the app hash recorded in the hash vault.
+    /// `context` (a seed) prefixes failure messages.
+    pub fn assert_replay_matches_vault(&self, context: &str) {
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["replay", "--data-dir"])
+            .arg(self.data_dir())
+            .output()
+            .expect("run sluice replay");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{context}: replay failed: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("every app hash equals the hash vault"), "{context}: {stdout}");
+    }
+
     /// Kills the node with SIGKILL (no shutdown at all).
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {

@@ -61,6 +61,10 @@ struct NodeArgs {
     /// Most transactions per block [default: 5000].
     #[arg(long, value_name = "N")]
     max_block_txs: Option<usize>,
+    /// A block, empty if nothing waits, when none was sealed for this many
+    /// milliseconds; 0: never [default: 1000].
+    #[arg(long, value_name = "N")]
+    idle_block_interval_ms: Option<u64>,
     /// Gas per block.
     #[arg(long, value_name = "N")]
     block_gas_limit: Option<u64>,
@@ -83,6 +87,7 @@ impl NodeArgs {
             chain_id: self.chain_id,
             block_time_ms: self.block_time_ms,
             max_block_txs: self.max_block_txs,
+            idle_block_interval_ms: self.idle_block_interval_ms,
             block_gas_limit: self.block_gas_limit,
             dev_accounts: self.dev_accounts,
             genesis_file: self.genesis.clone(),

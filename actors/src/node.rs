@@ -238,6 +238,10 @@ impl Node {
                 max_block_txs: cfg.producer.max_block_txs,
                 block_gas_limit: cfg.chain.block_gas_limit,
                 max_block_bytes: cfg.producer.max_block_bytes,
+                idle_block_interval: match cfg.producer.idle_block_interval_ms {
+                    0 => None,
+                    ms => Some(Duration::from_millis(ms)),
+                },
                 coinbase: cfg.chain.coinbase,
                 base_fee: cfg.chain.base_fee_wei,
             };

@@ -2,17 +2,25 @@
 //!
 //! A block is sealed when the mempool holds a full block (the nonce actor
 //! sends `Wake`), or when `block_time_ms` passes with at least one
-//! transaction waiting. Empty blocks are never produced. Each block takes
-//! at most `max_block_txs` transactions, `block_gas_limit` of gas (counted
-//! by gas limit) and `max_block_bytes` of raw transactions; shards are
-//! visited from a rotating start so none is starved.
+//! transaction waiting. Each block takes at most `max_block_txs`
+//! transactions, `block_gas_limit` of gas (counted by gas limit) and
+//! `max_block_bytes` of raw transactions; shards are visited from a
+//! rotating start so none is starved.
+//!
+//! When no block has been sealed for `idle_block_interval_ms` (0: never),
+//! a block is sealed anyway, empty unless transactions arrived meanwhile.
+//! Clients that learn of inclusion by polling for a *later* block (ethers
+//! v6's `tx.wait()`) would otherwise wait forever on an idle chain. The
+//! idle seal takes the same path as any other (failpoint, `sealing` guard,
+//! the wait for room in preparation's mailbox), so it can neither overtake
+//! backpressure nor build a second block on one parent.
 //!
 //! Sealing waits for room in the preparation mailbox: when preparation is
 //! behind, the producer stops, the mempool fills, and admission answers
 //! `txpool is full`.
 //!
-//! Faults strike when a seal begins (on the tick or a wake-up, never during
-//! the shutdown flush). A contained panic restarts the producer in place:
+//! Faults strike when a seal begins (on a tick, the idle timer or a
+//! wake-up, never during the shutdown flush). A contained panic restarts the producer in place:
 //! its state is the parent it builds on, which nothing changed, so the
 //! transactions simply wait in the mempool for the next seal.
 
@@ -46,6 +54,9 @@ pub struct ProducerSettings {
     pub block_gas_limit: u64,
     /// Most raw bytes per block.
     pub max_block_bytes: usize,
+    /// A block, empty if need be, when none was sealed for this long;
+    /// `None`: the chain moves only with transactions.
+    pub idle_block_interval: Option<Duration>,
     /// Fee recipient.
     pub coinbase: Address,
     /// Constant base fee.
@@ -63,6 +74,16 @@ pub struct Parent {
     pub timestamp: u64,
 }
 
+/// Whether a seal may produce a block without transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Only a block with transactions (the block-time tick, wake-ups,
+    /// shutdown's flush).
+    TxsOnly,
+    /// Empty if nothing waits: the chain has been idle too long.
+    EmptyAllowed,
+}
+
 /// The block producer actor.
 pub struct Producer {
     settings: ProducerSettings,
@@ -72,6 +93,11 @@ pub struct Producer {
     parent: Parent,
     next_shard: usize,
     last_sealed: Option<Instant>,
+    /// When the last block was handed to preparation (or the producer
+    /// started): the idle timer counts from here.
+    last_block_at: Instant,
+    /// Shutdown began: no more idle blocks, only the mempool's flush.
+    flushing: bool,
     rx: Option<MailboxReceiver<ProducerMsg>>,
     metrics: ActorMetrics,
     sup: Supervisor,
@@ -103,6 +129,8 @@ impl Producer {
             parent,
             next_shard: 0,
             last_sealed: None,
+            last_block_at: Instant::now(),
+            flushing: false,
             rx: Some(rx),
             metrics: ActorMetrics::new("producer"),
             sup: Supervisor::new(Site::Producer),
@@ -111,9 +139,33 @@ impl Producer {
         }
     }
 
-    /// A seal on the tick or a wake-up, with the failpoint applied and
+    /// Arms the idle timer for `idle_block_interval` after the last block.
+    /// Overdue (a seal in flight, or one a fault dropped), it looks again a
+    /// whole interval later rather than spin.
+    fn schedule_idle(&mut self, ctx: &mut Context<Self>) {
+        let Some(idle) = self.settings.idle_block_interval else { return };
+        let due = self.last_block_at + idle;
+        let now = Instant::now();
+        let wait = if due > now { due - now } else { idle };
+        ctx.run_later(wait, |act, ctx| act.idle_tick(ctx));
+    }
+
+    /// The idle timer fired: seal a block if none was sealed for a whole
+    /// interval, then re-arm.
+    fn idle_tick(&mut self, ctx: &mut Context<Self>) {
+        if self.flushing {
+            return;
+        }
+        let idle = self.settings.idle_block_interval.unwrap_or(Duration::MAX);
+        if self.last_block_at.elapsed() >= idle {
+            self.seal_supervised(ctx, Fill::EmptyAllowed);
+        }
+        self.schedule_idle(ctx);
+    }
+
+    /// A seal on a tick or a wake-up, with the failpoint applied and
     /// panics contained.
-    fn seal_supervised(&mut self, ctx: &mut Context<Self>) {
+    fn seal_supervised(&mut self, ctx: &mut Context<Self>, fill: Fill) {
         if self.sealing {
             return;
         }
@@ -134,9 +186,9 @@ impl Producer {
             Some(Action::Delay(d)) => {
                 let wait = tokio::time::sleep(d);
                 self.sealing = true;
-                ctx.wait(wait.into_actor(self).map(|_, act, ctx| {
+                ctx.wait(wait.into_actor(self).map(move |_, act, ctx| {
                     act.sealing = false;
-                    act.seal_contained(ctx, Inject::Nothing)
+                    act.seal_contained(ctx, Inject::Nothing, fill)
                 }));
                 return;
             }
@@ -145,13 +197,13 @@ impl Producer {
                 Inject::Nothing
             }
         };
-        self.seal_contained(ctx, inject);
+        self.seal_contained(ctx, inject, fill);
     }
 
-    fn seal_contained(&mut self, ctx: &mut Context<Self>, inject: Inject) {
+    fn seal_contained(&mut self, ctx: &mut Context<Self>, inject: Inject, fill: Fill) {
         let outcome = contain(|| {
             let _ = inject.strike(Site::Producer);
-            self.seal(ctx);
+            self.seal(ctx, fill);
         });
         if let Err(panic) = outcome {
             // The parent is unchanged (it moves only once a block is handed
@@ -160,16 +212,17 @@ impl Producer {
         }
     }
 
-    /// Seals one block if anything is waiting; a backlog of full blocks is
-    /// sealed back to back, not one per tick.
-    fn seal(&mut self, ctx: &mut Context<Self>) {
+    /// Seals one block if anything is waiting (or, with
+    /// [`Fill::EmptyAllowed`], even if nothing is); a backlog of full
+    /// blocks is sealed back to back, not one per tick.
+    fn seal(&mut self, ctx: &mut Context<Self>, fill: Fill) {
         if self.sealing {
             // The seal in flight continues the chain itself.
             return;
         }
-        self.seal_then(ctx, |act, ctx, _| {
+        self.seal_then(ctx, fill, |act, ctx, _| {
             if act.counters.len() >= act.settings.max_block_txs as u64 {
-                act.seal(ctx);
+                act.seal(ctx, Fill::TxsOnly);
             }
         });
     }
@@ -178,16 +231,16 @@ impl Producer {
     /// The actor takes no other message until the block is in the
     /// preparation mailbox. Continuations are chained through `then`, never
     /// queued side by side: actix runs `ctx.wait` futures last-in first-out.
-    fn seal_then<F>(&mut self, ctx: &mut Context<Self>, then: F)
+    fn seal_then<F>(&mut self, ctx: &mut Context<Self>, fill: Fill, then: F)
     where
         F: FnOnce(&mut Self, &mut Context<Self>, bool) + 'static,
     {
         if self.sealing {
             // Retry once the seal in flight is done (only flush gets here).
-            ctx.run_later(Duration::from_millis(5), move |act, ctx| act.seal_then(ctx, then));
+            ctx.run_later(Duration::from_millis(5), move |act, ctx| act.seal_then(ctx, fill, then));
             return;
         }
-        if self.counters.is_empty() {
+        if fill == Fill::TxsOnly && self.counters.is_empty() {
             then(self, ctx, false);
             return;
         }
@@ -202,7 +255,7 @@ impl Producer {
         // in it would take the light arbiter (nonce, shards) down with it.
         let fut = Contained::new(async move {
             let txs = take_block(&shards, first, &settings).await;
-            if txs.is_empty() {
+            if txs.is_empty() && fill == Fill::TxsOnly {
                 return None;
             }
             let block = Arc::new(build_block(&parent, &settings, &txs));
@@ -230,6 +283,7 @@ impl Producer {
             let progressed = sealed.is_some();
             if let Some(block) = sealed {
                 let now = Instant::now();
+                act.last_block_at = now;
                 if let Some(prev) = act.last_sealed.replace(now) {
                     metrics::histogram!(m::BLOCK_INTERVAL_SECONDS).record((now - prev).as_secs_f64());
                 }
@@ -250,7 +304,8 @@ impl Producer {
     /// Seals until the mempool is empty, then answers and stops, which
     /// closes preparation's mailbox and lets the pipeline drain in order.
     fn flush(&mut self, ctx: &mut Context<Self>, reply: oneshot::Sender<()>) {
-        self.seal_then(ctx, move |act, ctx, progressed| {
+        self.flushing = true;
+        self.seal_then(ctx, Fill::TxsOnly, move |act, ctx, progressed| {
             if progressed && !act.counters.is_empty() {
                 act.flush(ctx, reply);
                 return;
@@ -324,7 +379,8 @@ impl Actor for Producer {
         if let Some(rx) = self.rx.take() {
             ctx.add_stream(rx.into_stream());
         }
-        ctx.run_interval(self.settings.block_time, |act, ctx| act.seal_supervised(ctx));
+        ctx.run_interval(self.settings.block_time, |act, ctx| act.seal_supervised(ctx, Fill::TxsOnly));
+        self.schedule_idle(ctx);
     }
 }
 
@@ -333,7 +389,7 @@ impl StreamHandler<ProducerMsg> for Producer {
         match msg {
             ProducerMsg::Wake => {
                 if self.counters.len() >= self.settings.max_block_txs as u64 {
-                    self.seal_supervised(ctx);
+                    self.seal_supervised(ctx, Fill::TxsOnly);
                 }
             }
             ProducerMsg::Flush { reply } => {

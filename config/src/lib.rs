@@ -188,6 +188,9 @@ pub struct ProducerConfig {
     pub max_block_txs: usize,
     /// Most raw bytes per block.
     pub max_block_bytes: usize,
+    /// A block is sealed, empty if nothing waits, when none was sealed for
+    /// this long; 0: never (the chain moves only with transactions).
+    pub idle_block_interval_ms: u64,
 }
 
 /// Mailboxes and workers between stages.
@@ -247,6 +250,8 @@ pub struct Overrides {
     pub block_time_ms: Option<u64>,
     /// `--max-block-txs`.
     pub max_block_txs: Option<usize>,
+    /// `--idle-block-interval-ms`.
+    pub idle_block_interval_ms: Option<u64>,
     /// `--block-gas-limit`.
     pub block_gas_limit: Option<u64>,
     /// `--dev-accounts`.
@@ -299,6 +304,7 @@ impl Default for Config {
                 block_time_ms: 200,
                 max_block_txs: 5000,
                 max_block_bytes: 16 * 1024 * 1024,
+                idle_block_interval_ms: 1000,
             },
             pipeline: PipelineConfig {
                 admission_mailbox_msgs: 1024,
@@ -373,6 +379,9 @@ impl Config {
         }
         if let Some(v) = o.max_block_txs {
             self.producer.max_block_txs = v;
+        }
+        if let Some(v) = o.idle_block_interval_ms {
+            self.producer.idle_block_interval_ms = v;
         }
         if let Some(v) = o.block_gas_limit {
             self.chain.block_gas_limit = v;

@@ -78,11 +78,14 @@ test("cast: send --legacy (EIP-155 gas price transaction)", () => {
 test("cast: block latest", () => {
   const head = Number(cast("block-number"));
   const b = castJson("block", "latest");
-  assert.equal(Number(b.number), head);
+  // The node seals empty blocks when idle: latest may have moved past the
+  // last transfer's block, never below it.
+  assert.ok(Number(b.number) >= head, `latest ${b.number} below block-number ${head}`);
   assert.equal(big(b.baseFeePerGas), BASE_FEE);
-  assert.ok(b.transactions.includes(legacyTransfer), "the last transfer is in the head block");
-  assert.equal(b.parentHash, castJson("block", String(head - 1)).hash);
-  const full = castJson("block", String(head), "--full");
+  assert.equal(b.parentHash, castJson("block", String(Number(b.number) - 1)).hash);
+  const mined = Number(castJson("receipt", legacyTransfer).blockNumber);
+  assert.ok(mined <= head);
+  const full = castJson("block", String(mined), "--full");
   assert.equal(full.transactions[0].hash, legacyTransfer);
   assert.equal(full.transactions[0].from, ADDRS[0].toLowerCase());
 });

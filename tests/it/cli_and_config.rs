@@ -27,6 +27,7 @@ fn node_help_lists_every_flag() {
         "--chain-id",
         "--block-time-ms",
         "--max-block-txs",
+        "--idle-block-interval-ms",
         "--block-gas-limit",
         "--dev-accounts",
         "--genesis",
@@ -51,6 +52,10 @@ fn layers_apply_in_order_and_bad_config_is_refused() {
     assert_eq!(cfg["mempool"]["max_txs"], 12, "env beats file");
     assert_eq!(cfg["mempool"]["shards"], 2, "file beats defaults");
     assert_eq!(cfg["producer"]["max_block_txs"], 5000, "defaults stay");
+    assert_eq!(cfg["producer"]["idle_block_interval_ms"], 1000, "idle blocks on by default");
+    let out = sluice(&["config", "--idle-block-interval-ms", "0"], &[]);
+    let cfg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cfg["producer"]["idle_block_interval_ms"], 0, "the flag turns them off");
 
     std::fs::write(&file, "[mempool]\nmax_txz = 1\n").unwrap();
     let out = sluice(&["config", "--config", file.to_str().unwrap()], &[]);

@@ -10,8 +10,14 @@ use crate::support::*;
 
 #[test]
 fn injected_commit_failure_halts_writes_but_not_reads() {
+    // The failure is injected at height 2, meant for the second transfer's
+    // block: no empty block may take height 1 or 2, so the chain moves only
+    // with transactions.
     let mut node = TestNode::start(
-        &[("SLUICE_STORE__INJECT_COMMIT_FAILURE_AT_HEIGHT", "2")],
+        &[
+            ("SLUICE_STORE__INJECT_COMMIT_FAILURE_AT_HEIGHT", "2"),
+            ("SLUICE_PRODUCER__IDLE_BLOCK_INTERVAL_MS", "0"),
+        ],
         &["--block-time-ms", "20"],
     );
     let to = random_signer().address();

@@ -8,7 +8,11 @@ use crate::support::*;
 
 #[test]
 fn restart_resumes_with_the_same_chain_and_state() {
-    let mut node = TestNode::dev();
+    // The exact head is compared across the restart and the next block
+    // must be head + 1: the chain moves only with transactions here (empty
+    // blocks across a restart: idle_chain_seals_empty_blocks).
+    let mut node =
+        TestNode::start(&[("SLUICE_PRODUCER__IDLE_BLOCK_INTERVAL_MS", "0")], &["--block-time-ms", "50"]);
     let to = random_signer().address();
     let mut hashes = Vec::new();
     for n in 0..3 {

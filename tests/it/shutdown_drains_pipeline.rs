@@ -6,8 +6,10 @@ use crate::support::*;
 
 #[test]
 fn sigterm_commits_what_was_admitted_and_exits_cleanly() {
-    // A block time far beyond the test: only shutdown can seal this block.
-    let mut node = TestNode::start(&[], &["--block-time-ms", "600000"]);
+    // A block time far beyond the test and no idle blocks (an idle seal
+    // would carry the waiting transactions): only shutdown can seal them.
+    let mut node =
+        TestNode::start(&[("SLUICE_PRODUCER__IDLE_BLOCK_INTERVAL_MS", "0")], &["--block-time-ms", "600000"]);
     for n in 0..3 {
         node.send(&transfer(&dev(0), n, random_signer().address(), 1)).unwrap();
     }

@@ -243,10 +243,17 @@ impl TestNode {
 
     /// The value of a metric line starting with `prefix` (name plus labels).
     pub fn metric(&self, prefix: &str) -> Option<f64> {
-        self.metrics()
-            .lines()
-            .find(|l| l.starts_with(prefix))
-            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        metric_in(&self.metrics(), prefix)
+    }
+
+    /// The pipeline's produced and committed heights, from one scrape (two
+    /// scrapes could straddle a block).
+    pub fn produced_and_committed(&self) -> (Option<f64>, Option<f64>) {
+        let text = self.metrics();
+        (
+            metric_in(&text, "sluice_pipeline_produced_height "),
+            metric_in(&text, "sluice_pipeline_committed_height "),
+        )
     }
 }
 
@@ -271,6 +278,11 @@ pub fn rpc(url: &str, method: &str, params: Value) -> Result<Value, String> {
         .into_string()
         .map_err(|e| e.to_string())?;
     serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// The value of the first line of metrics `text` starting with `prefix`.
+pub fn metric_in(text: &str, prefix: &str) -> Option<f64> {
+    text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
 /// A hex quantity.

@@ -11,6 +11,13 @@ use clap::{Args, Parser, Subcommand};
 use sluice_actors::Node;
 use sluice_config::{Config, Overrides};
 
+/// Blocks allocate on one thread (workers, HTTP) and free on another
+/// (committer): mimalloc frees across threads without glibc's arena locks
+/// and keeps freed memory for reuse instead of faulting in fresh pages for
+/// every block (see PERFORMANCE.md, issue 4).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// sluice: an EVM-only Ethereum node built as a pipeline of actors with
 /// bounded mailboxes.
 #[derive(Parser)]

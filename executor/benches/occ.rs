@@ -11,6 +11,10 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+/// The node binary's allocator, so that the numbers are the node's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction as _;

@@ -100,6 +100,12 @@ pub struct ExecStats {
     /// Transactions executed as plain value transfers, without the EVM
     /// interpreter (counting re-runs).
     pub fast_transfers: u32,
+    /// The block was all plain transfers and ran without the multi-version
+    /// memory: split into groups of transactions that share accounts, each
+    /// group in order on one worker (`occ/scheduled.rs`). Then `validate`
+    /// is the time spent planning the groups, `speculate` the execution,
+    /// and `merge` building receipts and the change set.
+    pub scheduled: bool,
     /// See the type's documentation.
     pub speculate: Duration,
     /// See the type's documentation.

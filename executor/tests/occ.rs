@@ -46,6 +46,7 @@ struct Coverage {
     conflicts: u64,
     fast: u64,
     parallel: usize,
+    scheduled: usize,
     fallbacks: std::collections::BTreeMap<&'static str, usize>,
 }
 
@@ -79,6 +80,7 @@ fn check_with(
         check_same(&format!("{label}, {workers} workers"), state, &expected, &got);
         cov.conflicts += u64::from(got.stats.conflicts);
         cov.fast += u64::from(got.stats.fast_transfers);
+        cov.scheduled += usize::from(got.stats.scheduled);
         match got.stats.mode {
             ExecMode::Parallel => cov.parallel += 1,
             ExecMode::Sequential { reason } => *cov.fallbacks.entry(reason.as_str()).or_default() += 1,
@@ -86,15 +88,20 @@ fn check_with(
     }
 }
 
-#[test]
-fn random_blocks_match_sequential() {
-    let seeds: Vec<u64> = match std::env::var("OCC_SEED") {
+/// `OCC_SEED=n`: that seed alone; else `OCC_SEEDS` seeds (default 300).
+fn seeds() -> Vec<u64> {
+    match std::env::var("OCC_SEED") {
         Ok(seed) => vec![seed.parse().expect("OCC_SEED is a number")],
         Err(_) => {
             let n = std::env::var("OCC_SEEDS").map_or(300, |n| n.parse().expect("OCC_SEEDS is a number"));
             (0..n).collect()
         }
-    };
+    }
+}
+
+#[test]
+fn random_blocks_match_sequential() {
+    let seeds = seeds();
     let mut cov = Coverage::default();
     let execs = |max| -> Vec<OccExecutor> { [1, 2, 3, 8].into_iter().map(|w| occ(w, max)).collect() };
     let (normal, strict) = (execs(10), execs(1));
@@ -106,6 +113,29 @@ fn random_blocks_match_sequential() {
         check_with(&label, &s.state, &s.block, execs, &mut cov);
     }
     eprintln!("{cov:?}");
+}
+
+/// Blocks of plain transfers, which the executor schedules by their
+/// footprints when it can, against the same oracle.
+#[test]
+fn random_transfer_blocks_match_sequential() {
+    let seeds = seeds();
+    let mut cov = Coverage::default();
+    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(|w| occ(w, 10)).collect();
+    for seed in &seeds {
+        let len = 8 + (seed * 53 % 200) as usize;
+        let s = gen::transfer_scenario(*seed, len);
+        let label = format!("transfer seed {seed} (replay: OCC_SEED={seed})");
+        check_with(&label, &s.state, &s.block, &execs, &mut cov);
+    }
+    eprintln!("{cov:?}");
+    if seeds.len() >= 30 {
+        // Both ways were exercised: scheduled blocks, and blocks that turned
+        // out not to qualify and went to the general engine.
+        assert!(cov.scheduled * 5 > seeds.len() * execs.len(), "{cov:?}");
+        assert!(cov.parallel > cov.scheduled, "{cov:?}");
+        assert!(cov.skipped > 0, "{cov:?}");
+    }
 }
 
 fn distinct_transfers(n: u64) -> (MemState, PreparedBlock) {

@@ -64,7 +64,7 @@ impl CoinbaseState {
     /// touched it), then its fee, as revm's `reward_beneficiary` and the
     /// sequential overlay would (the fee add is dropped on overflow and
     /// touches the account; a touched empty account is deleted).
-    fn apply(&mut self, post: Option<CoinbasePost>, fee: U256) -> Result<(), Abort> {
+    pub(crate) fn apply(&mut self, post: Option<CoinbasePost>, fee: U256) -> Result<(), Abort> {
         let (mut value, code) = match post {
             Some(post) if post.created || post.destroyed => return Err(Abort::Unsupported),
             Some(post) => {
@@ -222,7 +222,7 @@ fn commit_one(
     mut outcome: Outcome,
 ) -> Result<(), Abort> {
     if let PreparedTx::Ready(tx) = shared.tx(c) {
-        let remaining = shared.block_gas_limit.saturating_sub(st.gas_used);
+        let remaining = shared.rules.block_gas_limit.saturating_sub(st.gas_used);
         if tx.gas_limit() > remaining {
             // Not applicable here, whatever its execution did.
             shared.unpublish(c, &outcome);

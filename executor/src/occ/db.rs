@@ -60,7 +60,7 @@ impl Database for WorkerDb<'_> {
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, DbError> {
         let shared = self.shared;
-        if address == shared.coinbase {
+        if address == shared.rules.coinbase {
             // Not versioned: the committed state (with every fee committed so
             // far), which the commit checks again against the exact prefix.
             let (value, code) = match &self.exact_coinbase {

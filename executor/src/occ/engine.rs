@@ -10,11 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use alloy_primitives::Address;
-use revm::{
-    context::{BlockEnv, CfgEnv},
-    context_interface::Cfg as _,
-};
+use revm::context::{BlockEnv, CfgEnv};
 use sluice_messages::{PreparedBlock, PreparedTx};
 use sluice_store::StateReader;
 
@@ -23,6 +19,8 @@ use super::{
     footprint::{Outcome, TxOutcome},
     merge::{self, AccountFinal, MergePart},
     mv::{lock, MvMemory},
+    threads::Workers,
+    transfer::Rules,
     worker::Worker,
 };
 use crate::{
@@ -70,11 +68,9 @@ pub(crate) struct Shared<'a> {
     block: &'a PreparedBlock,
     pub(crate) block_env: BlockEnv,
     pub(crate) cfg_env: CfgEnv,
-    pub(crate) chain_id: u64,
-    pub(crate) coinbase: Address,
-    pub(crate) base_fee: u64,
-    pub(crate) block_gas_limit: u64,
-    pub(crate) tx_gas_cap: u64,
+    /// What plain transfers are checked against; also the block's coinbase,
+    /// base fee and gas limit.
+    pub(crate) rules: Rules,
     pub(crate) max_incarnations: u32,
     pub(crate) mv: MvMemory,
     /// The coinbase as of some recent commit, for speculative reads.
@@ -116,12 +112,8 @@ impl<'a> Shared<'a> {
             reader,
             block,
             block_env: block_env(header, cfg.spec),
-            tx_gas_cap: cfg_env.tx_gas_limit_cap(),
+            rules: Rules::new(cfg, header),
             cfg_env,
-            chain_id: cfg.chain_id,
-            coinbase: header.coinbase,
-            base_fee: header.base_fee,
-            block_gas_limit: header.gas_limit,
             max_incarnations: max_incarnations.max(1),
             mv: spare.mv,
             pool: Mutex::new(spare.outcomes),
@@ -293,7 +285,7 @@ fn work(shared: &Shared<'_>, id: usize, workers: usize) -> Result<MergePart, Abo
         }
         backoff(&mut spins);
     }
-    let coinbase = AccountFinal::coinbase(shared.coinbase, &lock(&shared.commit).coinbase);
+    let coinbase = AccountFinal::coinbase(shared.rules.coinbase, &lock(&shared.commit).coinbase);
     Ok(merge::merge_part(shared.reader, &shared.mv, coinbase, id, workers)?)
 }
 
@@ -321,25 +313,16 @@ pub(crate) fn run(
     reader: &dyn StateReader,
     cfg: &ExecConfig,
     block: &PreparedBlock,
-    workers: usize,
+    threads: &Workers,
     max_incarnations: u32,
     spare: Spare,
 ) -> Result<(Result<BlockOutcome, SequentialReason>, Option<Spare>), ExecError> {
     let start = Instant::now();
     let shared = Shared::new(reader, cfg, block, max_incarnations, spare)?;
-    let workers = workers.max(1);
-    let parts: Vec<Option<MergePart>> = std::thread::scope(|s| {
-        let shared = &shared;
-        let handles: Vec<_> = (1..workers).map(|id| s.spawn(move || guarded(shared, id, workers))).collect();
-        let mut parts = vec![guarded(shared, 0, workers)];
-        for h in handles {
-            match h.join() {
-                Ok(part) => parts.push(part),
-                Err(payload) => panic::resume_unwind(payload),
-            }
-        }
-        parts
-    });
+    let workers = threads.len();
+    let Some(parts) = threads.each(|id| guarded(&shared, id, workers)) else {
+        return Ok((Err(SequentialReason::Configured), None));
+    };
     match lock(&shared.abort).take() {
         Some(Abort::Store(e)) => return Err(e.into()),
         Some(Abort::Unsupported) => return Ok((Err(SequentialReason::Unsupported), None)),
@@ -364,6 +347,7 @@ pub(crate) fn run(
         conflicts: st.conflicts,
         reruns: st.reruns,
         max_rerun_depth: st.max_depth,
+        scheduled: false,
         fast_transfers: st.fast,
         speculate,
         validate: st.validate_time,

@@ -86,7 +86,7 @@ impl AccountFinal {
 
     /// Its entry in the change set, if it has one; `slots` are its written
     /// slots, sorted.
-    fn change(
+    pub(crate) fn change(
         &self,
         reader: &dyn StateReader,
         slots: &[SlotFinal],

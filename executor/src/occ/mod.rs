@@ -90,7 +90,9 @@ mod engine;
 mod footprint;
 mod merge;
 mod mv;
+mod scheduled;
 mod small;
+mod threads;
 mod transfer;
 mod worker;
 
@@ -100,6 +102,7 @@ use engine::Spare;
 use mv::{lock, MvMemory};
 use sluice_messages::PreparedBlock;
 use sluice_store::StateReader;
+use threads::Workers;
 
 use crate::{
     sequential::execute_block, stats::SequentialReason, BlockExecutor, BlockOutcome, ExecConfig, ExecError,
@@ -109,18 +112,20 @@ use crate::{
 #[derive(Debug)]
 pub struct OccExecutor {
     cfg: ExecConfig,
-    workers: usize,
+    workers: Workers,
     min_parallel_txs: usize,
     max_incarnations: u32,
     /// Allocations of the last block (its multi-version memory, cleared,
     /// and spare outcomes): reusing them saves allocation and page faults
     /// on every block.
     spare: Mutex<Option<Spare>>,
+    /// Likewise for blocks of plain transfers.
+    scratch: Mutex<scheduled::Scratch>,
 }
 
 impl Clone for OccExecutor {
     fn clone(&self) -> Self {
-        Self::new(self.cfg, self.workers, self.min_parallel_txs, self.max_incarnations)
+        Self::new(self.cfg, self.workers.len(), self.min_parallel_txs, self.max_incarnations)
     }
 }
 
@@ -140,10 +145,11 @@ impl OccExecutor {
     pub fn new(cfg: ExecConfig, workers: usize, min_parallel_txs: usize, max_incarnations: u32) -> Self {
         OccExecutor {
             cfg,
-            workers: workers.max(1),
+            workers: Workers::new(workers),
             min_parallel_txs,
             max_incarnations: max_incarnations.max(1),
             spare: Mutex::new(None),
+            scratch: Mutex::default(),
         }
     }
 
@@ -161,7 +167,7 @@ impl OccExecutor {
 
     /// Its number of worker threads.
     pub fn workers(&self) -> usize {
-        self.workers
+        self.workers.len()
     }
 
     /// Executes `block` on top of `state` (the state after its parent).
@@ -172,6 +178,8 @@ impl OccExecutor {
     ) -> Result<BlockOutcome, ExecError> {
         let reason = if block.txs.len() < self.min_parallel_txs {
             SequentialReason::SmallBlock
+        } else if let Some(outcome) = scheduled::run(state, &self.cfg, block, &self.workers, &self.scratch)? {
+            return Ok(outcome);
         } else {
             let spare = match lock(&self.spare).take() {
                 Some(mut spare) => {
@@ -180,7 +188,7 @@ impl OccExecutor {
                 }
                 None => Spare { mv: MvMemory::new(2 * block.txs.len() + 1), outcomes: Vec::new() },
             };
-            match engine::run(state, &self.cfg, block, self.workers, self.max_incarnations, spare)? {
+            match engine::run(state, &self.cfg, block, &self.workers, self.max_incarnations, spare)? {
                 (Ok(outcome), spare) => {
                     *lock(&self.spare) = spare;
                     return Ok(outcome);
@@ -189,7 +197,7 @@ impl OccExecutor {
             }
         };
         let mut outcome = execute_block(state, &self.cfg, block)?;
-        engine::sequential_stats(&mut outcome, reason, self.workers);
+        engine::sequential_stats(&mut outcome, reason, self.workers.len());
         Ok(outcome)
     }
 }

@@ -18,22 +18,50 @@
 use alloy_consensus::{Transaction as _, TxEnvelope};
 use alloy_eips::Typed2718;
 use alloy_primitives::{Address, Bytes, U256};
+use revm::context_interface::Cfg as _;
 use revm::primitives::KECCAK_EMPTY;
-use sluice_messages::{Receipt, RecoveredTx};
+use sluice_messages::{BlockHeader, Receipt, RecoveredTx};
 
 use super::{
     cell::{view, AccountVersion},
     engine::Shared,
     footprint::{field, AccountValue, AccountWrite, TxOutcome, TxResult},
 };
-use crate::db::DbError;
+use crate::{
+    db::DbError,
+    env::{cfg_env, ExecConfig},
+};
 
 /// Gas of a plain transfer.
-const TRANSFER_GAS: u64 = 21_000;
+pub(crate) const TRANSFER_GAS: u64 = 21_000;
+
+/// The chain's and block's rules a plain transfer is checked against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules {
+    pub(crate) chain_id: u64,
+    pub(crate) coinbase: Address,
+    pub(crate) base_fee: u64,
+    pub(crate) block_gas_limit: u64,
+    /// The per-transaction gas cap of the fork (EIP-7825), if any.
+    pub(crate) tx_gas_cap: u64,
+}
+
+impl Rules {
+    pub(crate) fn new(cfg: &ExecConfig, header: &BlockHeader) -> Self {
+        Rules {
+            chain_id: cfg.chain_id,
+            coinbase: header.coinbase,
+            base_fee: header.base_fee,
+            block_gas_limit: header.gas_limit,
+            tx_gas_cap: cfg_env(cfg).tx_gas_limit_cap(),
+        }
+    }
+}
 
 /// What can be decided about a transfer without reading state.
-struct Plan {
-    to: Address,
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) to: Address,
     value: U256,
     nonce: u64,
     /// `gas_limit * max_fee + value`: the balance revm requires.
@@ -43,10 +71,12 @@ struct Plan {
     /// The unused gas returned after execution.
     refund: U256,
     /// The priority fee owed to the coinbase.
-    fee: U256,
+    pub(crate) fee: U256,
 }
 
-fn plan(shared: &Shared<'_>, tx: &RecoveredTx) -> Option<Plan> {
+/// `tx`'s plan if it can be a plain transfer, judging by the transaction
+/// alone (state can still rule it out: see [`Plan::apply`]).
+pub(crate) fn plan(rules: &Rules, tx: &RecoveredTx) -> Option<Plan> {
     let t = &tx.tx;
     let dynamic = match t {
         TxEnvelope::Legacy(_) | TxEnvelope::Eip2930(_) => false,
@@ -58,10 +88,10 @@ fn plan(shared: &Shared<'_>, tx: &RecoveredTx) -> Option<Plan> {
     if value.is_zero()
         || !t.input().is_empty()
         || t.access_list().is_some_and(|list| !list.is_empty())
-        || t.chain_id() != Some(shared.chain_id)
+        || t.chain_id() != Some(rules.chain_id)
         || to == tx.sender
-        || to == shared.coinbase
-        || tx.sender == shared.coinbase
+        || to == rules.coinbase
+        || tx.sender == rules.coinbase
         // Precompiles live at small addresses; leave that whole range to revm.
         || to.0[..18].iter().all(|b| *b == 0)
     {
@@ -69,14 +99,14 @@ fn plan(shared: &Shared<'_>, tx: &RecoveredTx) -> Option<Plan> {
     }
     let gas_limit = t.gas_limit();
     let nonce = t.nonce();
-    if gas_limit < TRANSFER_GAS || gas_limit > shared.block_gas_limit || gas_limit > shared.tx_gas_cap {
+    if gas_limit < TRANSFER_GAS || gas_limit > rules.block_gas_limit || gas_limit > rules.tx_gas_cap {
         return None;
     }
     if nonce == u64::MAX {
         return None;
     }
     // As revm reads them from the transaction environment (see `env.rs`).
-    let base_fee = u128::from(shared.base_fee);
+    let base_fee = u128::from(rules.base_fee);
     let max_fee = t.max_fee_per_gas();
     let price = if dynamic {
         let tip = t.max_priority_fee_per_gas().unwrap_or_default();
@@ -103,6 +133,54 @@ fn plan(shared: &Shared<'_>, tx: &RecoveredTx) -> Option<Plan> {
     })
 }
 
+impl Plan {
+    /// The sender's and the recipient's accounts after the transfer, given
+    /// them before; `None` when state rules out a plain transfer (code at
+    /// either end, wrong nonce, funds short of the maximum cost, a balance
+    /// that would overflow), which revm must then judge.
+    pub(crate) fn apply(
+        &self,
+        sender: &AccountValue,
+        to: &AccountValue,
+    ) -> Option<(AccountValue, AccountValue)> {
+        if to.code_hash != KECCAK_EMPTY
+            || sender.code_hash != KECCAK_EMPTY
+            || sender.nonce != self.nonce
+            || sender.balance < self.max_cost
+        {
+            return None;
+        }
+        let to_balance = to.balance.checked_add(self.value)?;
+        // The same steps as revm: deduct, transfer, refund (an overflowing
+        // refund is dropped, as `incr_balance` drops it).
+        let balance = sender.balance.saturating_sub(self.upfront).checked_sub(self.value)?;
+        let balance = balance.checked_add(self.refund).unwrap_or(balance);
+        Some((
+            AccountValue { balance, nonce: sender.nonce + 1, ..*sender },
+            AccountValue { balance: to_balance, exists: true, ..*to },
+        ))
+    }
+
+    /// The receipt of `tx` applied as this plan (index and cumulative gas
+    /// are the commit's to fill in).
+    pub(crate) fn receipt(&self, tx: &RecoveredTx, base_fee: u64) -> Receipt {
+        Receipt {
+            tx_hash: tx.hash,
+            tx_type: tx.tx.ty(),
+            index: 0,
+            from: tx.sender,
+            to: Some(self.to),
+            contract_address: None,
+            success: true,
+            gas_used: TRANSFER_GAS,
+            cumulative_gas_used: 0,
+            effective_gas_price: tx.tx.effective_gas_price(Some(base_fee)),
+            logs: Vec::new(),
+            output: Bytes::new(),
+        }
+    }
+}
+
 /// Executes `tx` (transaction `index` of the block) as a plain transfer
 /// into `out` (reset for this execution), or returns `false` when it does
 /// not qualify (`out` is then untouched).
@@ -113,7 +191,7 @@ pub(crate) fn try_transfer(
     out: &mut TxOutcome,
 ) -> Result<bool, DbError> {
     let incarnation = out.incarnation;
-    let Some(plan) = plan(shared, tx) else {
+    let Some(plan) = plan(&shared.rules, tx) else {
         return Ok(false);
     };
     // Read both accounts and, if the transfer goes ahead, write them, all
@@ -121,33 +199,20 @@ pub(crate) fn try_transfer(
     let reader = shared.reader;
     let done = shared.mv.with_pair(plan.to, tx.sender, |to_cell, from_cell| {
         let to = view(to_cell, reader, plan.to, index)?;
-        if to.value.code_hash != KECCAK_EMPTY {
-            return Ok(None);
-        }
-        let Some(to_balance) = to.value.balance.checked_add(plan.value) else {
-            return Ok(None);
-        };
         let from = view(from_cell, reader, tx.sender, index)?;
-        let sender = from.value;
-        if sender.code_hash != KECCAK_EMPTY || sender.nonce != plan.nonce || sender.balance < plan.max_cost {
-            return Ok(None);
-        }
-        // The same steps as revm: deduct, transfer, refund (an overflowing
-        // refund is dropped, as `incr_balance` drops it).
-        let Some(balance) = sender.balance.saturating_sub(plan.upfront).checked_sub(plan.value) else {
+        let Some((from_value, to_value)) = plan.apply(&from.value, &to.value) else {
             return Ok(None);
         };
-        let balance = balance.checked_add(plan.refund).unwrap_or(balance);
         let from_write = AccountWrite {
             address: tx.sender,
             mask: field::BALANCE | field::NONCE,
-            value: AccountValue { balance, nonce: sender.nonce + 1, ..sender },
+            value: from_value,
             code: None,
         };
         let to_write = AccountWrite {
             address: plan.to,
             mask: field::BALANCE | field::EXISTS,
-            value: AccountValue { balance: to_balance, exists: true, ..to.value },
+            value: to_value,
             code: None,
         };
         for (cell, w) in [(&mut *from_cell, &from_write), (&mut *to_cell, &to_write)] {
@@ -175,20 +240,6 @@ pub(crate) fn try_transfer(
     out.account_reads.push(from_read);
     out.account_writes.push(from_write);
     out.account_writes.push(to_write);
-    let receipt = Receipt {
-        tx_hash: tx.hash,
-        tx_type: tx.tx.ty(),
-        index: 0,
-        from: tx.sender,
-        to: Some(plan.to),
-        contract_address: None,
-        success: true,
-        gas_used: TRANSFER_GAS,
-        cumulative_gas_used: 0,
-        effective_gas_price: tx.tx.effective_gas_price(Some(shared.base_fee)),
-        logs: Vec::new(),
-        output: Bytes::new(),
-    };
-    out.result = TxResult::Applied { receipt, fee: plan.fee };
+    out.result = TxResult::Applied { receipt: plan.receipt(tx, shared.rules.base_fee), fee: plan.fee };
     Ok(true)
 }

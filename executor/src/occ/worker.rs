@@ -139,8 +139,8 @@ impl<'s> Worker<'s> {
         out.coinbase_read = db.coinbase_read.take();
         match result {
             Ok(result) => {
-                out.record_state(state, shared.coinbase);
-                let receipt = receipt(tx, shared.base_fee, 0, 0, result);
+                out.record_state(state, shared.rules.coinbase);
+                let receipt = receipt(tx, shared.rules.base_fee, 0, 0, result);
                 out.result = TxResult::Applied { receipt, fee: handler.fee.get() };
             }
             Err(EVMError::Database(e)) => return Err(e),

@@ -81,6 +81,8 @@ struct Gen {
     empties: Vec<Address>,
     txs: Vec<PreparedTx>,
     next_recipient: u64,
+    /// No stale or skipped nonces.
+    clean_nonces: bool,
 }
 
 impl Gen {
@@ -92,8 +94,8 @@ impl Gen {
     fn nonce(&mut self, s: usize) -> u64 {
         let n = self.nonces[s];
         match self.rng.below(100) {
-            0..=1 if n > 0 => n - 1,
-            2..=3 => n + 1,
+            0..=1 if n > 0 && !self.clean_nonces => n - 1,
+            2..=3 if !self.clean_nonces => n + 1,
             _ => {
                 self.nonces[s] += 1;
                 n
@@ -192,6 +194,48 @@ impl Gen {
         }
     }
 
+    /// One transaction of a block of plain transfers: fresh, hot and
+    /// funded-then-spending recipients, and, when `anomalies`, now and then
+    /// one that is not a plain transfer after all (to the coinbase, to code,
+    /// a zero value).
+    fn one_transfer(&mut self, anomalies: bool) {
+        let s = self.sender();
+        match self.rng.below(100) {
+            0..=34 => {
+                let to = self.fresh_address();
+                let gas = 21_000 + self.rng.below(2) * 10_000;
+                let value = 1 + u128::from(self.rng.below(1000));
+                self.tx(s, TxKind::Call(to), value, Bytes::new(), gas);
+            }
+            35..=54 => {
+                let to = *self.rng.pick(&self.hot);
+                self.tx(s, TxKind::Call(to), 7, Bytes::new(), 21_000);
+            }
+            55..=64 => {
+                let fresh = key_signer(1_000 + self.next_recipient);
+                self.next_recipient += 1;
+                self.tx(s, TxKind::Call(fresh.address()), ETH / 10, Bytes::new(), 21_000);
+                self.fresh.push((fresh, 0));
+            }
+            65..=74 if !self.fresh.is_empty() => {
+                let i = self.rng.below(self.fresh.len() as u64) as usize;
+                let (signer, nonce) = &mut self.fresh[i];
+                let to = self.senders[s].address();
+                let tx = transfer(signer, *nonce, to, 1_000);
+                *nonce += 1;
+                self.txs.push(tx);
+            }
+            97 if anomalies => self.tx(s, TxKind::Call(coinbase()), 1_000, Bytes::new(), 21_000),
+            98 if anomalies => self.tx(s, TxKind::Call(counter_addr()), 5, Bytes::new(), 60_000),
+            99 if anomalies => self.tx(s, TxKind::Call(self.empties[0]), 0, Bytes::new(), 21_000),
+            _ => {
+                let nonce = self.nonce(s);
+                let to = *self.rng.pick(&self.hot);
+                self.txs.push(legacy(&self.senders[s], nonce, to, 11, 3_000_000_000));
+            }
+        }
+    }
+
     /// EIP-7702: sender `s` sponsors another sender's delegation to the counter.
     fn delegate(&mut self, s: usize) {
         let a = (s + 1) % self.senders.len();
@@ -218,6 +262,19 @@ impl Gen {
 
 /// A block of `len` transactions for `seed`.
 pub fn scenario(seed: u64, len: usize) -> Scenario {
+    build(seed, len, None)
+}
+
+/// A block of `len` plain transfers for `seed`: a third of the seeds clean
+/// (every transaction applies), the others with stale or skipped nonces and
+/// the odd transaction that is not a plain transfer after all.
+pub fn transfer_scenario(seed: u64, len: usize) -> Scenario {
+    build(seed, len, Some(seed % 3 != 0))
+}
+
+/// `transfers`: `None` for the mixed generator, `Some(anomalies)` for
+/// plain transfers only.
+fn build(seed: u64, len: usize, transfers: Option<bool>) -> Scenario {
     let mut rng = Rng::new(seed);
     // Mostly many senders; sometimes a few, so that nonce chains dominate.
     let sender_count = if rng.chance(20) { 2 + rng.below(6) } else { 16 + rng.below(48) } as usize;
@@ -263,9 +320,13 @@ pub fn scenario(seed: u64, len: usize) -> Scenario {
         empties,
         txs: Vec::with_capacity(len),
         next_recipient: seed << 20,
+        clean_nonces: transfers == Some(false),
     };
     while g.txs.len() < len {
-        g.one(pair_rate);
+        match transfers {
+            None => g.one(pair_rate),
+            Some(anomalies) => g.one_transfer(anomalies),
+        }
     }
     // Sometimes a block gas limit that runs out part way through.
     let gas_limit = if g.rng.chance(15) { 21_000 * len as u64 } else { GAS_LIMIT };

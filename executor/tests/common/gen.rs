@@ -269,7 +269,7 @@ pub fn scenario(seed: u64, len: usize) -> Scenario {
 /// (every transaction applies), the others with stale or skipped nonces and
 /// the odd transaction that is not a plain transfer after all.
 pub fn transfer_scenario(seed: u64, len: usize) -> Scenario {
-    build(seed, len, Some(seed % 3 != 0))
+    build(seed, len, Some(!seed.is_multiple_of(3)))
 }
 
 /// `transfers`: `None` for the mixed generator, `Some(anomalies)` for

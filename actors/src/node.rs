@@ -279,6 +279,7 @@ impl Node {
             suggested_tip_wei: SUGGESTED_TIP_WEI,
             accepting: AtomicBool::new(true),
             events: chain_events,
+            filters: rpc::filters::Filters::new(&cfg.rpc),
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;

@@ -152,6 +152,12 @@ pub struct RpcConfig {
     /// The node pings each WebSocket this often; a peer that sent nothing
     /// (not even a pong) for a whole interval is dropped.
     pub ws_ping_interval_ms: u64,
+    /// Installed polling filters (`eth_newFilter` and the rest), across
+    /// clients; past it: -32005.
+    pub max_filters: usize,
+    /// A filter not polled with `eth_getFilterChanges` for this long is
+    /// removed (geth: 5 minutes).
+    pub filter_timeout_ms: u64,
 }
 
 /// Prometheus exporter.
@@ -291,6 +297,8 @@ impl Default for Config {
                 ws_max_lag_blocks: 64,
                 ws_send_timeout_ms: 10_000,
                 ws_ping_interval_ms: 30_000,
+                max_filters: 1024,
+                filter_timeout_ms: 300_000,
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
             mempool: MempoolConfig {
@@ -398,7 +406,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 24] = [
+        let positive: [(&str, u64); 26] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("chain.chain_id", self.chain.chain_id),
@@ -413,6 +421,8 @@ impl Config {
             ("rpc.ws_max_lag_blocks", self.rpc.ws_max_lag_blocks),
             ("rpc.ws_send_timeout_ms", self.rpc.ws_send_timeout_ms),
             ("rpc.ws_ping_interval_ms", self.rpc.ws_ping_interval_ms),
+            ("rpc.max_filters", self.rpc.max_filters as u64),
+            ("rpc.filter_timeout_ms", self.rpc.filter_timeout_ms),
             ("mempool.shards", self.mempool.shards as u64),
             ("mempool.max_txs", self.mempool.max_txs as u64),
             ("mempool.max_txs_per_sender", u64::from(self.mempool.max_txs_per_sender)),

@@ -8,7 +8,11 @@ use std::sync::{atomic::AtomicBool, Arc};
 
 use alloy_primitives::{Address, U256};
 use sluice_actors::{
-    events::ChainEvents, mailbox::mailbox, pending::PendingTxs, protocol::NonceMsg, rpc::RpcState,
+    events::ChainEvents,
+    mailbox::mailbox,
+    pending::PendingTxs,
+    protocol::NonceMsg,
+    rpc::{filters::Filters, RpcState},
 };
 use sluice_store::{Genesis, GenesisAccount, Store};
 use sluice_txpool::AdmissionRules;
@@ -45,6 +49,7 @@ pub fn offline_state() -> Arc<RpcState> {
         pending: Arc::new(PendingTxs::default()),
         rules: rules(),
         exec: sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague },
+        filters: Filters::new(&limits),
         limits,
         suggested_tip_wei: 1_000_000_000,
         accepting: AtomicBool::new(true),

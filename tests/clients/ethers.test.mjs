@@ -160,6 +160,42 @@ test("ethers: Transfer logs by filter (queryFilter and getLogs)", async () => {
   );
 });
 
+test("ethers: contract events over HTTP come through eth_newFilter / eth_getFilterChanges", async () => {
+  // JsonRpcProvider follows contract events with a filter id when the node
+  // serves filters (and falls back to eth_getLogs polling when it does not):
+  // the methods it sends show which path it took.
+  const methods = [];
+  const onDebug = (e) => {
+    if (e.action === "sendRpcPayload") for (const call of [e.payload].flat()) methods.push(call.method);
+  };
+  await provider.on("debug", onDebug);
+  const events = [];
+  const listener = (from, to, value, ev) => {
+    if (to === ADDRS[5]) events.push({ value, hash: ev.log.transactionHash });
+  };
+  await token.on("Transfer", listener);
+  let sent = [];
+  try {
+    await until(() => methods.includes("eth_getFilterChanges"), 10000, "the filter's first poll");
+    for (const value of [51n, 52n, 53n]) sent.push(await token.transfer(ADDRS[5], value));
+    await Promise.all(sent.map((t) => t.wait()));
+    await until(() => events.length >= 3, 10000, "three Transfer events");
+  } finally {
+    await token.off("Transfer", listener);
+  }
+  assert.deepEqual(
+    events.map((e) => e.value),
+    [51n, 52n, 53n],
+  );
+  assert.deepEqual(
+    events.map((e) => e.hash),
+    sent.map((t) => t.hash),
+  );
+  assert.ok(methods.includes("eth_newFilter"), methods.join(" "));
+  await until(() => methods.includes("eth_uninstallFilter"), 5000, "the filter uninstalled on off()");
+  await provider.off("debug", onDebug);
+});
+
 test("ethers: a reverting transfer surfaces as CALL_EXCEPTION with its reason", async () => {
   const poor = new Wallet(KEYS[3], provider); // holds no tokens
   const t = token.connect(poor);

@@ -133,6 +133,46 @@ test("viem: Transfer logs by filter (getContractEvents and getLogs)", async () =
   );
 });
 
+test("viem: watchContractEvent over HTTP polls an eth_newFilter filter; block filters report hashes", async () => {
+  // viem watches events over HTTP with a filter when the node serves them
+  // (falling back to eth_getLogs when it does not): record what it sends.
+  const methods = [];
+  const onFetchRequest = (_request, init) => {
+    for (const call of [JSON.parse(init.body)].flat()) methods.push(call.method);
+  };
+  const client = createPublicClient({ chain: foundry, transport: http(RPC_URL, { onFetchRequest }), pollingInterval: 100 });
+  const blockFilter = await client.createBlockFilter();
+  const logs = [];
+  const unwatch = client.watchContractEvent({ address: token, abi, eventName: "Transfer", args: { to: ADDRS[4] }, onLogs: (ls) => logs.push(...ls) });
+  const hashes = [];
+  let receipts;
+  try {
+    await until(() => methods.includes("eth_getFilterChanges"), 10000, "the filter's first poll");
+    for (const value of [41n, 42n, 43n]) {
+      hashes.push(await wallet.writeContract({ address: token, abi, functionName: "transfer", args: [ADDRS[4], value] }));
+    }
+    receipts = await Promise.all(hashes.map((hash) => publicClient.waitForTransactionReceipt({ hash })));
+    await until(() => logs.length >= 3, 10000, "the three Transfer logs");
+  } finally {
+    unwatch();
+  }
+  assert.deepEqual(
+    logs.map((l) => l.args.value),
+    [41n, 42n, 43n],
+  );
+  assert.deepEqual(
+    logs.map((l) => l.transactionHash),
+    hashes,
+  );
+  assert.ok(methods.includes("eth_newFilter") && !methods.includes("eth_getLogs"), methods.join(" "));
+  await until(() => methods.includes("eth_uninstallFilter"), 5000, "the filter uninstalled by unwatch()");
+  // Every block since the block filter was made, the transfers' among them.
+  const blocks = await client.getFilterChanges({ filter: blockFilter });
+  for (const r of receipts) assert.ok(blocks.includes(r.blockHash), `block ${r.blockNumber} reported`);
+  assert.equal(await client.uninstallFilter({ filter: blockFilter }), true);
+  assert.equal(await client.uninstallFilter({ filter: blockFilter }), false);
+});
+
 test("viem: a reverting transfer surfaces as ContractFunctionRevertedError with its reason", async () => {
   const poor = privateKeyToAccount(KEYS[3]); // holds no tokens
   const args = { address: token, abi, functionName: "transfer", args: [ADDRS[1], 1n] };

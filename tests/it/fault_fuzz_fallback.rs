@@ -15,7 +15,11 @@ use alloy_primitives::{Bytes, U256};
 use rand::{Rng, RngCore, SeedableRng};
 use serde_json::Value;
 use sluice_actors::{
-    events::ChainEvents, mailbox::mailbox, pending::PendingTxs, protocol::NonceMsg, rpc::RpcState,
+    events::ChainEvents,
+    mailbox::mailbox,
+    pending::PendingTxs,
+    protocol::NonceMsg,
+    rpc::{filters::Filters, RpcState},
 };
 use sluice_store::{Genesis, GenesisAccount, Store};
 use sluice_txpool::{admit_stateless, AdmissionRules};
@@ -57,6 +61,7 @@ fn offline_state() -> Arc<RpcState> {
         pending: Arc::new(PendingTxs::default()),
         rules: rules(),
         exec: sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague },
+        filters: Filters::new(&limits),
         limits,
         suggested_tip_wei: 1_000_000_000,
         accepting: AtomicBool::new(true),

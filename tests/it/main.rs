@@ -19,6 +19,7 @@ mod fault_each_actor_each_kind;
 mod fault_fuzz_fallback;
 mod fault_hostile_input_refused;
 mod fault_slow_stage_keeps_heights_unique;
+mod filters_poll_changes;
 mod idle_chain_seals_empty_blocks;
 mod json_rpc_framing;
 mod mailbox_bounds_hold;

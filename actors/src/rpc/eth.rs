@@ -6,11 +6,11 @@ use alloy_primitives::{Address, B256};
 use serde_json::{json, Value};
 use sluice_executor::{call, estimate_gas};
 use sluice_messages::RecoveredTx;
-use sluice_store::{LogFilter, StateReader, StoredBlock};
+use sluice_store::{StateReader, StoredBlock};
 use tokio::sync::oneshot;
 
 use super::{
-    error::{RpcError, LIMIT_EXCEEDED, SERVER_ERROR},
+    error::{RpcError, SERVER_ERROR},
     format::{self, hex_u128, hex_u256, hex_u64, TxPosition},
     params::{self, BlockId, Params},
     RpcState,
@@ -63,7 +63,7 @@ const METHODS: &[&str] = &[
 
 /// The metric label for a method name.
 pub fn metric_label(method: &str) -> &'static str {
-    METHODS.iter().copied().find(|m| *m == method).unwrap_or("unknown")
+    METHODS.iter().chain(&super::filters::METHODS).copied().find(|m| *m == method).unwrap_or("unknown")
 }
 
 /// Runs one method.
@@ -178,7 +178,8 @@ pub async fn dispatch(
         "eth_getBlockReceipts" => {
             Ok(find_block(s, p.block(0)?)?.map_or(Value::Null, |b| format::receipts(&b)))
         }
-        "eth_getLogs" => get_logs(s, p.req(0)?),
+        "eth_getLogs" => super::logs::get_logs(s, p.req(0)?),
+        m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p),
         // Unknown unless faults.debug_rpc is on (loopback only).
         m if m.starts_with("debug_") => crate::faults::debug_rpc(m, params),
         _ => Err(RpcError::method_not_found(method)),
@@ -366,86 +367,4 @@ fn block_rewards(b: &StoredBlock, pcts: &[f64]) -> Vec<Value> {
         out.push(hex_u128(tips[i].0));
     }
     out
-}
-
-fn get_logs(s: &RpcState, filter: &Value) -> Result<Value, RpcError> {
-    let o = filter.as_object().ok_or_else(|| RpcError::invalid_arg(0, "expected a filter object"))?;
-    let head = s.store.head();
-    let resolve = |v: Option<&Value>| -> Result<u64, RpcError> {
-        match v.filter(|v| !v.is_null()) {
-            None => Ok(head),
-            Some(v) => match params::block_id(v).map_err(|e| RpcError::invalid_arg(0, e))? {
-                BlockId::Latest | BlockId::Pending => Ok(head),
-                BlockId::Earliest => Ok(0),
-                BlockId::Number(n) => Ok(n),
-                BlockId::Hash(_) => Err(RpcError::invalid_arg(0, "use blockHash for a block hash")),
-            },
-        }
-    };
-    let (from, to) = if let Some(h) = o.get("blockHash").filter(|v| !v.is_null()) {
-        if o.contains_key("fromBlock") || o.contains_key("toBlock") {
-            return Err(RpcError::invalid_arg(
-                0,
-                "cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other",
-            ));
-        }
-        let hash = params::hash(h).map_err(|e| RpcError::invalid_arg(0, e))?;
-        let b = s.store.block_by_hash(&hash).ok_or_else(|| RpcError::new(SERVER_ERROR, "unknown block"))?;
-        (b.block.header.number, b.block.header.number)
-    } else {
-        (resolve(o.get("fromBlock"))?, resolve(o.get("toBlock"))?)
-    };
-    if from > to {
-        return Err(RpcError::invalid_arg(0, "invalid block range params"));
-    }
-    if to - from >= s.limits.max_logs_block_range {
-        return Err(RpcError::new(
-            LIMIT_EXCEEDED,
-            format!("query exceeds max block range {}", s.limits.max_logs_block_range),
-        ));
-    }
-    let (addresses, topics) = log_criteria(o, 0)?;
-    let limit = s.limits.max_logs_results;
-    let filter = LogFilter { from, to, addresses, topics };
-    match s.store.logs(&filter, limit) {
-        Some(entries) => Ok(Value::Array(entries.iter().map(format::log).collect())),
-        None => Err(RpcError::new(LIMIT_EXCEEDED, format!("query returned more than {limit} results"))),
-    }
-}
-
-/// The `address` and `topics` of a log filter (`eth_getLogs`, and the
-/// `logs` subscription), parameter `arg`: emitters (empty: any) and, per
-/// topic position, the accepted values (empty: any).
-pub(crate) fn log_criteria(
-    o: &serde_json::Map<String, Value>,
-    arg: usize,
-) -> Result<(Vec<Address>, Vec<Vec<B256>>), RpcError> {
-    let addresses = match o.get("address").filter(|v| !v.is_null()) {
-        None => vec![],
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(params::address)
-            .collect::<Result<_, _>>()
-            .map_err(|e| RpcError::invalid_arg(arg, e))?,
-        Some(v) => vec![params::address(v).map_err(|e| RpcError::invalid_arg(arg, e))?],
-    };
-    let mut topics = Vec::new();
-    if let Some(t) = o.get("topics").filter(|v| !v.is_null()) {
-        let list = t.as_array().ok_or_else(|| RpcError::invalid_arg(arg, "topics must be an array"))?;
-        if list.len() > 4 {
-            return Err(RpcError::invalid_arg(arg, "too many topics, maximum is 4"));
-        }
-        for pos in list {
-            topics.push(match pos {
-                Value::Null => vec![],
-                Value::Array(alts) => alts
-                    .iter()
-                    .map(params::hash)
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| RpcError::invalid_arg(arg, e))?,
-                v => vec![params::hash(v).map_err(|e| RpcError::invalid_arg(arg, e))?],
-            });
-        }
-    }
-    Ok((addresses, topics))
 }

@@ -1,11 +1,13 @@
 //! JSON-RPC 2.0 over HTTP: framing and limits ([`server`]), methods
-//! ([`eth`]), parameters ([`params`]), JSON shapes ([`format`]) and errors
-//! ([`error`]); over WebSocket on the same port, with `eth_subscribe`
-//! ([`ws`]).
+//! ([`eth`]), parameters ([`params`]), JSON shapes ([`format`]), errors
+//! ([`error`]), log queries (`logs`) and polling filters ([`filters`]);
+//! over WebSocket on the same port, with `eth_subscribe` ([`ws`]).
 
 pub mod error;
 pub mod eth;
+pub mod filters;
 pub mod format;
+pub(crate) mod logs;
 pub mod params;
 pub mod server;
 pub mod ws;
@@ -39,6 +41,8 @@ pub struct RpcState {
     pub accepting: AtomicBool,
     /// Committed heights and shutdown, for WebSocket subscriptions.
     pub events: ChainEvents,
+    /// Installed polling filters (`eth_newFilter` and the rest).
+    pub filters: filters::Filters,
 }
 
 /// Shared handle.

@@ -49,8 +49,8 @@ use tokio::{sync::watch, time::MissedTickBehavior};
 
 use super::{
     error::{RpcError, INVALID_PARAMS, LIMIT_EXCEEDED, SERVER_ERROR},
-    eth::log_criteria,
     format,
+    logs::log_criteria,
     params::Params,
     server, RpcState, SharedState,
 };

@@ -4,14 +4,14 @@
 //! block. Jobs borrow the block and the state reader (rayon's scoped
 //! parallel iterators), which plain long-lived threads could not.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
-use rayon::{
-    iter::{IntoParallelIterator, ParallelIterator},
-    ThreadPool, ThreadPoolBuilder,
-};
+use rayon::{ThreadPool, ThreadPoolBuilder};
 
-/// `n` worker threads, started on first use.
+use super::mv::lock;
+
+/// `n` workers: the calling thread and `n - 1` pool threads, started on
+/// first use.
 #[derive(Debug)]
 pub(crate) struct Workers {
     n: usize,
@@ -29,10 +29,11 @@ impl Workers {
         self.n
     }
 
-    /// Runs `f(w)` for every worker `w`, on the pool (one worker: on the
-    /// calling thread), and returns the results in worker order; `None` when
-    /// the threads could not be started. Callers must not rely on the calls
-    /// running at the same time: each must be able to finish alone.
+    /// Runs `f(w)` for every worker `w` and returns the results in worker
+    /// order; `None` when the threads could not be started. Worker 0 is the
+    /// calling thread (its caches are warm with what it did last), the
+    /// others are the pool's `n - 1` threads. Callers must not rely on the
+    /// calls running at the same time: each must be able to finish alone.
     pub(crate) fn each<T: Send>(&self, f: impl Fn(usize) -> T + Sync) -> Option<Vec<T>> {
         if self.n == 1 {
             return Some(vec![f(0)]);
@@ -41,13 +42,21 @@ impl Workers {
             .pool
             .get_or_init(|| {
                 ThreadPoolBuilder::new()
-                    .num_threads(self.n)
-                    .thread_name(|i| format!("sluice-occ-{i}"))
+                    .num_threads(self.n - 1)
+                    .thread_name(|i| format!("sluice-occ-{}", i + 1))
                     .build()
                     .ok()
             })
             .as_ref()?;
+        let slots: Vec<Mutex<Option<T>>> = (0..self.n).map(|_| Mutex::new(None)).collect();
         // A panic in a job resumes on this thread once every job is done.
-        Some(pool.install(|| (0..self.n).into_par_iter().map(&f).collect()))
+        pool.in_place_scope(|s| {
+            for (w, slot) in slots.iter().enumerate().skip(1) {
+                let f = &f;
+                s.spawn(move |_| *lock(slot) = Some(f(w)));
+            }
+            *lock(&slots[0]) = Some(f(0));
+        });
+        slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
     }
 }

@@ -20,6 +20,8 @@
 //! block goes to the general engine: the first step makes that rare once
 //! work has begun (the node's admission already checked nonces and funds).
 
+mod plan;
+
 use std::{
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -34,7 +36,9 @@ use alloy_primitives::{
 };
 use revm::primitives::KECCAK_EMPTY;
 use sluice_messages::{AccountChange, ChangeSet, PreparedBlock, PreparedTx, Receipt};
-use sluice_store::StateReader;
+use sluice_store::{Account as StoredAccount, StateReader};
+
+use plan::{range, schedule, Schedule};
 
 use super::{
     commit::CoinbaseState,
@@ -42,87 +46,13 @@ use super::{
     merge::AccountFinal,
     mv::lock,
     threads::Workers,
-    transfer::{self, Plan, Rules, TRANSFER_GAS},
+    transfer::{Rules, TRANSFER_GAS},
 };
 use crate::{
     db::DbError,
     stats::{ExecMode, ExecStats},
     BlockOutcome, ExecConfig,
 };
-
-/// Which worker runs each transaction, and how.
-struct Schedule {
-    plans: Vec<Plan>,
-    /// The worker of each transaction.
-    owner: Vec<u32>,
-    /// Transactions per worker.
-    load: Vec<usize>,
-}
-
-/// The root of `i`'s group (path halving).
-fn find(parent: &mut [u32], mut i: u32) -> u32 {
-    while parent[i as usize] != i {
-        let up = parent[parent[i as usize] as usize];
-        parent[i as usize] = up;
-        i = up;
-    }
-    i
-}
-
-/// Plans every transaction and splits the block into groups, or `None` when
-/// some transaction is not a plain transfer (or might not fit the block).
-fn schedule(rules: &Rules, block: &PreparedBlock, workers: usize) -> Option<Schedule> {
-    let n = block.txs.len();
-    let mut plans = Vec::with_capacity(n);
-    // The last transaction that touched each account, and a union-find over
-    // transactions whose root is the first transaction of the group.
-    let mut last: AddressMap<u32> = AddressMap::with_capacity_and_hasher(2 * n, Default::default());
-    let mut parent: Vec<u32> = Vec::with_capacity(n);
-    for (i, ptx) in block.txs.iter().enumerate() {
-        let PreparedTx::Ready(tx) = ptx else {
-            return None;
-        };
-        let plan = transfer::plan(rules, tx)?;
-        let i = u32::try_from(i).ok()?;
-        // Every earlier transaction applied (else the attempt is abandoned):
-        // exactly this much block gas is left, as the sequential executor sees it.
-        let used = u64::from(i).checked_mul(TRANSFER_GAS)?;
-        if tx.gas_limit() > rules.block_gas_limit.checked_sub(used)? {
-            return None;
-        }
-        parent.push(i);
-        for account in [tx.sender, plan.to] {
-            if let Some(prev) = last.insert(account, i) {
-                let (a, b) = (find(&mut parent, prev), find(&mut parent, i));
-                parent[a.max(b) as usize] = a.min(b);
-            }
-        }
-        plans.push(plan);
-    }
-    // Groups in order of their first transaction fill the workers one after
-    // another, so that each worker runs mostly consecutive transactions.
-    let mut size = vec![0u32; n];
-    let roots: Vec<u32> = (0..n as u32).map(|i| find(&mut parent, i)).collect();
-    for r in &roots {
-        size[*r as usize] += 1;
-    }
-    let target = n.div_ceil(workers.max(1));
-    let mut owner = vec![0u32; n];
-    let mut load = vec![0usize; workers.max(1)];
-    let mut w = 0;
-    for (i, r) in roots.iter().enumerate() {
-        if *r as usize == i {
-            if load[w] >= target && w + 1 < load.len() {
-                w += 1;
-            }
-            owner[i] = w as u32;
-            load[w] += size[i] as usize;
-        } else {
-            owner[i] = owner[*r as usize];
-        }
-    }
-    Some(Schedule { plans, owner, load })
-}
 
 /// An account a worker touched, as it is now. Only balance and nonce: an
 /// account with code never qualifies, and every touched account ends the
@@ -183,7 +113,7 @@ fn execute(
         if abandon.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        let plan = &schedule.plans[i];
+        let plan = schedule.plan(i);
         let from = touched(accounts, reader, tx.sender)?.map(|t| *t);
         let applied = match (from, touched(accounts, reader, plan.to)?) {
             (Some(from), Some(to)) => plan.apply(&from.value(), &to.value()).map(|(from_after, to_after)| {
@@ -217,11 +147,11 @@ fn output(
 ) -> (Vec<Receipt>, Vec<AccountChange>) {
     let workers = schedule.load.len();
     let n = block.txs.len();
-    let txs = n * w / workers..n * (w + 1) / workers;
+    let txs = range(n, w, workers);
     let mut receipts = Vec::with_capacity(txs.len());
     for i in txs {
         if let PreparedTx::Ready(tx) = &block.txs[i] {
-            let mut receipt = schedule.plans[i].receipt(tx, rules.base_fee);
+            let mut receipt = schedule.plan(i).receipt(tx, rules.base_fee);
             receipt.index = i as u32;
             receipt.cumulative_gas_used = TRANSFER_GAS * (i as u64 + 1);
             receipts.push(receipt);
@@ -267,6 +197,35 @@ fn output(
     (receipts, changes)
 }
 
+/// The coinbase after every fee, as the sequential executor pays them (one
+/// at a time, in block order); `None` where the parallel engines do not
+/// model the outcome.
+fn pay_fees(base: Option<StoredAccount>, schedule: &Schedule) -> Option<CoinbaseState> {
+    let mut coinbase = CoinbaseState::new(base);
+    let start = AccountValue::from_stored(base.as_ref());
+    // One add of the total is the same as one add per transaction, unless
+    // an add could overflow (it would be dropped), or the coinbase exists
+    // and is empty (a zero fee first would delete it).
+    let total = schedule
+        .fees
+        .filter(|t| !(start.exists && start.is_empty()) && start.balance.checked_add(*t).is_some());
+    match total {
+        Some(total) => coinbase.apply(None, total).ok()?,
+        None => {
+            for plan in schedule.plans() {
+                coinbase.apply(None, plan.fee).ok()?;
+            }
+        }
+    }
+    Some(coinbase)
+}
+
+/// A value alone on its cache lines (two, as the adjacent-line prefetcher
+/// pulls pairs).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
 /// An address's first eight bytes, as an integer in the same order.
 fn prefix(a: &Address) -> u64 {
     let mut b = [0u8; 8];
@@ -280,6 +239,8 @@ fn prefix(a: &Address) -> u64 {
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     maps: Vec<AddressMap<Touched>>,
+    /// Each worker's last transaction per account, while planning.
+    last: Vec<Padded<Mutex<AddressMap<u32>>>>,
 }
 
 /// Executes `block` this way on `threads`, or returns `None` when it does
@@ -291,11 +252,12 @@ pub(crate) fn run(
     threads: &Workers,
     scratch: &Mutex<Scratch>,
 ) -> Result<Option<BlockOutcome>, DbError> {
-    let mut maps = std::mem::take(&mut lock(scratch).maps);
+    let mut guard = lock(scratch);
+    let Scratch { maps, last } = &mut *guard;
     maps.resize_with(threads.len(), AddressMap::default);
-    let outcome = run_with(reader, cfg, block, threads, &mut maps);
+    last.resize_with(threads.len(), Padded::default);
+    let outcome = run_with(reader, cfg, block, threads, maps, last);
     maps.iter_mut().for_each(AddressMap::clear);
-    lock(scratch).maps = maps;
     outcome
 }
 
@@ -305,20 +267,23 @@ fn run_with(
     block: &PreparedBlock,
     threads: &Workers,
     maps: &mut Vec<AddressMap<Touched>>,
+    last: &[Padded<Mutex<AddressMap<u32>>>],
 ) -> Result<Option<BlockOutcome>, DbError> {
     let start = Instant::now();
     let rules = Rules::new(cfg, &block.block.header);
-    let Some(schedule) = schedule(&rules, block, threads.len()) else {
+    let Some(schedule) = schedule(&rules, block, threads, last) else {
         return Ok(None);
     };
     let planned = start.elapsed();
     let abandon = AtomicBool::new(false);
     let workers = schedule.load.len();
     // Each worker fills its own map (the locks are never contended).
-    let cells: Vec<Mutex<AddressMap<Touched>>> = maps.drain(..).map(Mutex::new).collect();
+    // (Each on its own cache lines: a map's header changes on every insert.)
+    let cells: Vec<Padded<Mutex<AddressMap<Touched>>>> =
+        maps.drain(..).map(|m| Padded(Mutex::new(m))).collect();
     let results =
-        threads.each(|w| execute(reader, block, &schedule, w as u32, &abandon, &mut lock(&cells[w])));
-    maps.extend(cells.into_iter().map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner)));
+        threads.each(|w| execute(reader, block, &schedule, w as u32, &abandon, &mut lock(&cells[w].0)));
+    maps.extend(cells.into_iter().map(|m| m.0.into_inner().unwrap_or_else(PoisonError::into_inner)));
     let Some(results) = results else {
         return Ok(None);
     };
@@ -329,13 +294,9 @@ fn run_with(
     }
     let touched = &maps[..];
     let executed = start.elapsed();
-    // Fees in block order, as the sequential executor pays them.
-    let mut coinbase = CoinbaseState::new(reader.account(&rules.coinbase)?);
-    for plan in &schedule.plans {
-        if coinbase.apply(None, plan.fee).is_err() {
-            return Ok(None);
-        }
-    }
+    let Some(coinbase) = pay_fees(reader.account(&rules.coinbase)?, &schedule) else {
+        return Ok(None);
+    };
     let coinbase = AccountFinal::coinbase(rules.coinbase, &coinbase).change(reader, &[])?;
     let Some(parts) = threads.each(|w| output(&rules, block, &schedule, touched, coinbase.as_ref(), w))
     else {

@@ -102,9 +102,10 @@ pub struct ExecStats {
     pub fast_transfers: u32,
     /// The block was all plain transfers and ran without the multi-version
     /// memory: split into groups of transactions that share accounts, each
-    /// group in order on one worker (`occ/scheduled.rs`). Then `validate`
-    /// is the time spent planning the groups, `speculate` the execution,
-    /// and `merge` building receipts and the change set.
+    /// group in order on one worker (`occ/scheduled`). Then `validate` is
+    /// the time spent planning the groups, `speculate` executing them and
+    /// building each worker's share of the receipts and change set, and
+    /// `merge` joining the shares.
     pub scheduled: bool,
     /// See the type's documentation.
     pub speculate: Duration,

@@ -4,7 +4,13 @@
 //! block. Jobs borrow the block and the state reader (rayon's scoped
 //! parallel iterators), which plain long-lived threads could not.
 
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::{
+    panic::{self, AssertUnwindSafe},
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Mutex, OnceLock, PoisonError,
+    },
+};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
@@ -17,11 +23,14 @@ pub(crate) struct Workers {
     n: usize,
     /// `None` if the threads could not be started.
     pool: OnceLock<Option<ThreadPool>>,
+    /// Held by [`Workers::together`]: its jobs wait for each other, so two
+    /// such runs sharing the pool could each hold a thread the other needs.
+    exclusive: Mutex<()>,
 }
 
 impl Workers {
     pub(crate) fn new(n: usize) -> Self {
-        Workers { n: n.max(1), pool: OnceLock::new() }
+        Workers { n: n.max(1), pool: OnceLock::new(), exclusive: Mutex::new(()) }
     }
 
     /// How many.
@@ -35,6 +44,28 @@ impl Workers {
     /// others are the pool's `n - 1` threads. Callers must not rely on the
     /// calls running at the same time: each must be able to finish alone.
     pub(crate) fn each<T: Send>(&self, f: impl Fn(usize) -> T + Sync) -> Option<Vec<T>> {
+        self.run(f)
+    }
+
+    /// Like [`Workers::each`], but the calls do run at the same time, one
+    /// per thread, and may wait for each other at the [`Gate`] they are
+    /// given.
+    pub(crate) fn together<T: Send>(&self, f: impl Fn(usize, &Gate) -> T + Sync) -> Option<Vec<T>> {
+        let _exclusive = lock(&self.exclusive);
+        let gate = Gate { n: self.n, arrived: AtomicUsize::new(0), aborted: AtomicBool::new(false) };
+        self.run(|w| {
+            // A panicking call must not leave the others waiting forever.
+            match panic::catch_unwind(AssertUnwindSafe(|| f(w, &gate))) {
+                Ok(r) => r,
+                Err(payload) => {
+                    gate.aborted.store(true, Ordering::Release);
+                    panic::resume_unwind(payload)
+                }
+            }
+        })
+    }
+
+    fn run<T: Send>(&self, f: impl Fn(usize) -> T + Sync) -> Option<Vec<T>> {
         if self.n == 1 {
             return Some(vec![f(0)]);
         }
@@ -58,5 +89,35 @@ impl Workers {
             *lock(&slots[0]) = Some(f(0));
         });
         slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
+    }
+}
+
+/// Where the calls of [`Workers::together`] wait for each other between
+/// phases (short waits: spinning, then yielding).
+#[derive(Debug)]
+pub(crate) struct Gate {
+    n: usize,
+    arrived: AtomicUsize,
+    aborted: AtomicBool,
+}
+
+impl Gate {
+    /// Waits until every call has passed `phase` (1 for the first wait, 2
+    /// for the second...); `false` if a call panicked meanwhile.
+    pub(crate) fn wait(&self, phase: usize) -> bool {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        let mut spins = 0u32;
+        while self.arrived.load(Ordering::Acquire) < self.n * phase {
+            if self.aborted.load(Ordering::Acquire) {
+                return false;
+            }
+            spins += 1;
+            if spins < 256 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        true
     }
 }

@@ -25,7 +25,7 @@ mod plan;
 use std::{
     sync::{
         atomic::{AtomicBool, Ordering},
-        Mutex, PoisonError,
+        Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
     },
     time::Instant,
 };
@@ -141,7 +141,7 @@ fn output(
     rules: &Rules,
     block: &PreparedBlock,
     schedule: &Schedule,
-    touched: &[AddressMap<Touched>],
+    touched: &[&AddressMap<Touched>],
     coinbase: Option<&AccountChange>,
     w: usize,
 ) -> (Vec<Receipt>, Vec<AccountChange>) {
@@ -220,6 +220,14 @@ fn pay_fees(base: Option<StoredAccount>, schedule: &Schedule) -> Option<Coinbase
     Some(coinbase)
 }
 
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// A value alone on its cache lines (two, as the adjacent-line prefetcher
 /// pulls pairs).
 #[derive(Debug, Default)]
@@ -275,37 +283,45 @@ fn run_with(
         return Ok(None);
     };
     let planned = start.elapsed();
-    let abandon = AtomicBool::new(false);
-    let workers = schedule.load.len();
-    // Each worker fills its own map (the locks are never contended).
-    // (Each on its own cache lines: a map's header changes on every insert.)
-    let cells: Vec<Padded<Mutex<AddressMap<Touched>>>> =
-        maps.drain(..).map(|m| Padded(Mutex::new(m))).collect();
-    let results =
-        threads.each(|w| execute(reader, block, &schedule, w as u32, &abandon, &mut lock(&cells[w].0)));
-    maps.extend(cells.into_iter().map(|m| m.0.into_inner().unwrap_or_else(PoisonError::into_inner)));
-    let Some(results) = results else {
-        return Ok(None);
-    };
-    for r in results {
-        if !r? {
-            return Ok(None);
-        }
-    }
-    let touched = &maps[..];
-    let executed = start.elapsed();
+    // Fees depend on the plans alone.
     let Some(coinbase) = pay_fees(reader.account(&rules.coinbase)?, &schedule) else {
         return Ok(None);
     };
     let coinbase = AccountFinal::coinbase(rules.coinbase, &coinbase).change(reader, &[])?;
-    let Some(parts) = threads.each(|w| output(&rules, block, &schedule, touched, coinbase.as_ref(), w))
-    else {
+    let abandon = AtomicBool::new(false);
+    let workers = schedule.load.len();
+    // Each worker fills its own map, then reads all of them. (Each on its
+    // own cache lines: a map's header changes on every insert.)
+    let cells: Vec<Padded<RwLock<AddressMap<Touched>>>> =
+        maps.drain(..).map(|m| Padded(RwLock::new(m))).collect();
+    let parts = threads.together(|w, gate| {
+        let ran = execute(reader, block, &schedule, w as u32, &abandon, &mut write(&cells[w].0));
+        if !matches!(ran, Ok(true)) {
+            abandon.store(true, Ordering::Release);
+        }
+        if !gate.wait(1) || abandon.load(Ordering::Acquire) {
+            return ran.map(|_| None);
+        }
+        let guards: Vec<_> = cells.iter().map(|c| read(&c.0)).collect();
+        let touched: Vec<&AddressMap<Touched>> = guards.iter().map(|g| &**g).collect();
+        Ok(Some(output(&rules, block, &schedule, &touched, coinbase.as_ref(), w)))
+    });
+    maps.extend(cells.into_iter().map(|m| m.0.into_inner().unwrap_or_else(PoisonError::into_inner)));
+    let Some(parts) = parts else {
         return Ok(None);
     };
+    let mut shares = Vec::with_capacity(workers);
+    for part in parts {
+        match part? {
+            Some(share) => shares.push(share),
+            None => return Ok(None),
+        }
+    }
+    let executed = start.elapsed();
     // Worker 0's share has room for the others.
-    let mut parts = parts.into_iter();
-    let (mut receipts, mut accounts) = parts.next().unwrap_or_default();
-    for (mut r, mut c) in parts {
+    let mut shares = shares.into_iter();
+    let (mut receipts, mut accounts) = shares.next().unwrap_or_default();
+    for (mut r, mut c) in shares {
         receipts.append(&mut r);
         accounts.append(&mut c);
     }

@@ -8,7 +8,7 @@
 //! joining those pairs into groups (array operations, no hashing) runs on
 //! one thread.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use alloy_primitives::{map::AddressMap, Address, U256};
 use sluice_messages::{PreparedBlock, PreparedTx};
@@ -97,7 +97,7 @@ fn plan_part(rules: &Rules, block: &PreparedBlock, w: usize, workers: usize) -> 
 
 /// `(earlier, later)`: consecutive transactions touching one of the
 /// accounts in worker `w`'s share, which must run in order on one worker.
-fn edges(parts: &[Part], w: usize, workers: usize, last: &mut AddressMap<u32>) -> Vec<(u32, u32)> {
+fn edges(parts: &[&Part], w: usize, workers: usize, last: &mut AddressMap<u32>) -> Vec<(u32, u32)> {
     let pairs = parts.iter().flat_map(|p| p.pairs.iter());
     last.clear();
     let n: usize = parts.iter().map(|p| p.pairs.len()).sum();
@@ -137,9 +137,18 @@ pub(super) fn schedule(
 ) -> Option<Schedule> {
     let workers = threads.len();
     let n = block.txs.len();
-    let parts = threads.each(|w| plan_part(rules, block, w, workers))?;
-    let parts: Vec<Part> = parts.into_iter().collect::<Option<_>>()?;
-    let edges = threads.each(|w| edges(&parts, w, workers, &mut lock(&last[w].0)))?;
+    let parts: Vec<OnceLock<Option<Part>>> = (0..workers).map(|_| OnceLock::new()).collect();
+    let edges = threads.together(|w, gate| {
+        let _ = parts[w].set(plan_part(rules, block, w, workers));
+        if !gate.wait(1) {
+            return None;
+        }
+        let all: Vec<&Part> =
+            parts.iter().map(|p| p.get().and_then(Option::as_ref)).collect::<Option<_>>()?;
+        Some(edges(&all, w, workers, &mut lock(&last[w].0)))
+    })?;
+    let edges: Vec<Vec<(u32, u32)>> = edges.into_iter().collect::<Option<_>>()?;
+    let parts: Vec<Part> = parts.into_iter().map(|p| p.into_inner().flatten()).collect::<Option<_>>()?;
     // A union-find over transactions whose root is the group's first.
     let mut parent: Vec<u32> = (0..u32::try_from(n).ok()?).collect();
     for (a, b) in edges.iter().flatten().copied() {

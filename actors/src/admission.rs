@@ -1,14 +1,15 @@
 //! RPC admission: the path of `eth_sendRawTransaction`.
 //!
-//! Runs on the HTTP worker threads, which serve only RPC: decoding,
-//! stateless checks and sender recovery (the most expensive step, ~40 us)
-//! happen here, in parallel across workers, before the transaction reaches
-//! the serialized nonce reservation. The sender's committed account is read
-//! here too, so the nonce actor does not wait on the store.
+//! Runs on the HTTP worker threads: it hands the raw bytes to the recovery
+//! stage (decoding, stateless checks and sender recovery, the most
+//! expensive step, ~40 us, on their own threads: see [`crate::recovery`]),
+//! reads the sender's committed account (so the nonce actor does not wait
+//! on the store) and passes the transaction to the serialized nonce
+//! reservation.
 //!
-//! Sending to the nonce actor waits while its mailbox is full (backpressure
-//! reaches the client as latency); a full mempool is answered at once with
-//! `txpool is full`.
+//! A full recovery queue or a full mempool is answered at once with
+//! `txpool is full`; sending to the nonce actor waits while its mailbox is
+//! full (backpressure reaches the client as latency).
 //!
 //! Admission is stateless, so a panic in it is contained per request: the
 //! caller gets -32603, the restart is counted, and it never escalates (a
@@ -18,7 +19,7 @@ use std::{sync::atomic::Ordering, time::Instant};
 
 use alloy_primitives::{Bytes, B256};
 use sluice_store::StateReader;
-use sluice_txpool::{admit_stateless, TxError};
+use sluice_txpool::TxError;
 use tokio::sync::oneshot;
 
 use crate::{
@@ -26,7 +27,6 @@ use crate::{
     metrics as m,
     protocol::{CommittedAccount, NonceMsg},
     rpc::RpcState,
-    supervise::contain,
 };
 
 /// Admits one raw transaction; returns its hash (keccak of the raw bytes).
@@ -61,20 +61,7 @@ async fn admit(state: &RpcState, raw: Bytes) -> Result<B256, TxError> {
         Some(Action::Error) => return Err(TxError::Unavailable("injected error at failpoint admission")),
         Some(Action::Panic) | None => {}
     }
-    let decoded = contain(|| {
-        if fault == Some(Action::Panic) {
-            panic!("injected panic at failpoint admission");
-        }
-        admit_stateless(raw, &state.rules)
-    });
-    let tx = match decoded {
-        Ok(tx) => tx?,
-        Err(panic) => {
-            metrics::counter!(m::ACTOR_RESTARTS, "actor" => Site::Admission.name()).increment(1);
-            tracing::error!(panic, "admission panicked; request answered with an internal error");
-            return Err(TxError::Unavailable("internal error in admission"));
-        }
-    };
+    let tx = state.recovery.recover(raw, fault == Some(Action::Panic)).await?;
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
     if let Some(acct) = account {

@@ -1,21 +1,21 @@
 //! sluice's pipeline: one actor per stage, joined by bounded mailboxes.
 //!
 //! ```text
-//!  HTTP JSON-RPC ──▶ admission ──▶ nonce ──▶ mempool ──▶ block ──▶ block ──▶ finalizer ──▶ store
-//!  (actix-web)      (decode,      reserve-   shards     producer  prepar-   (ordered     commit
-//!                    recover)     ation      (FIFO)               ation      revm)       (app hash)
+//!  HTTP JSON-RPC ──▶ recovery ──▶ nonce ──▶ mempool ──▶ block ──▶ block ──▶ finalizer ──▶ store
+//!  (actix-web:      (decode,      reserve-   shards     producer  prepar-   (ordered     commit
+//!   admission)       recover)     ation      (FIFO)               ation      revm)       (app hash)
 //!                                   ▲                                                      │
 //!                                   └──────────── committed senders' progress ─────────────┘
 //! ```
 //! Every arrow is a bounded mailbox ([`mailbox`]); a full mailbox makes the
-//! stage before it wait, and a full mempool makes admission answer
-//! `txpool is full`.
+//! stage before it wait, and a full recovery mailbox or mempool makes
+//! admission answer `txpool is full`.
 //!
 //! Layout:
 //! - [`node`]: assembly, threads and shutdown order.
 //! - [`protocol`]: the messages each actor accepts.
 //! - [`mailbox`]: bounded mailboxes with depth metrics.
-//! - [`admission`], [`nonce`], [`shard`], [`producer`], [`preparer`],
+//! - [`admission`], [`recovery`], [`nonce`], [`shard`], [`producer`], [`preparer`],
 //!   [`finalizer`], [`committer`]: the stages, one actor per file.
 //! - [`rpc`]: JSON-RPC over HTTP and WebSocket.
 //! - [`events`]: committed heights published to subscribers.
@@ -41,6 +41,7 @@ pub mod preparer;
 pub mod process_metrics;
 pub mod producer;
 pub mod protocol;
+pub mod recovery;
 pub mod replay;
 pub mod rpc;
 pub mod shard;

@@ -137,10 +137,18 @@ impl<M> MailboxSender<M> {
 }
 
 /// The receiving side, handed to the actor (as a stream) when it starts.
+/// Clones share the mailbox: a stage run by a pool of threads gives each
+/// thread one, and each message goes to one of them.
 #[derive(Debug)]
 pub struct MailboxReceiver<M> {
     rx: flume::Receiver<M>,
     shared: Arc<Shared>,
+}
+
+impl<M> Clone for MailboxReceiver<M> {
+    fn clone(&self) -> Self {
+        MailboxReceiver { rx: self.rx.clone(), shared: Arc::clone(&self.shared) }
+    }
 }
 
 impl<M: Send + 'static> MailboxReceiver<M> {
@@ -148,6 +156,12 @@ impl<M: Send + 'static> MailboxReceiver<M> {
     pub fn probe(&self) -> MailboxProbe {
         let rx = self.rx.clone();
         MailboxProbe { rx: Box::new(move || rx.len()), shared: Arc::clone(&self.shared) }
+    }
+
+    /// The next message, blocking this (dedicated OS) thread until one
+    /// arrives; `None` once every sender is gone and the mailbox is drained.
+    pub fn recv_blocking(&self) -> Option<M> {
+        self.rx.recv().ok()
     }
 
     /// The messages as a stream, for `ctx.add_stream`. It ends when every

@@ -36,6 +36,7 @@ use crate::{
     preparer::Preparer,
     producer::{Parent, Producer, ProducerSettings},
     protocol::ProducerMsg,
+    recovery::Recovery,
     rpc::{self, RpcState},
     shard::ShardActor,
 };
@@ -74,6 +75,14 @@ pub enum NodeError {
     /// `faults.failpoints` could not be parsed.
     #[error("faults.failpoints: {0}")]
     Faults(#[from] crate::faults::FaultError),
+    /// A stage's threads could not be started.
+    #[error("cannot start the {stage} threads: {source}")]
+    Threads {
+        /// The stage.
+        stage: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
 }
 
 /// The store options the config asks for.
@@ -269,6 +278,10 @@ impl Node {
             NonceActor::start_in_arbiter(&light.handle(), move |_| NonceActor::new(deps, nonce_rx));
         }
 
+        let (recovery, recovery_probe) =
+            Recovery::start(p.recovery_workers, p.recovery_queue_txs, rules.clone())
+                .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
+        probes.push(recovery_probe);
         let rpc = Arc::new(RpcState {
             store: Arc::clone(&store),
             nonce: nonce_tx,
@@ -280,6 +293,7 @@ impl Node {
             accepting: AtomicBool::new(true),
             events: chain_events,
             filters: rpc::filters::Filters::new(&cfg.rpc),
+            recovery,
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;

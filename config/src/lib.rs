@@ -217,6 +217,12 @@ pub struct PipelineConfig {
     pub commit_mailbox_blocks: usize,
     /// Hashing and recovery threads.
     pub prepare_workers: usize,
+    /// Threads checking submitted transactions and recovering their
+    /// senders (admission's recovery stage).
+    pub recovery_workers: usize,
+    /// Submitted transactions waiting for recovery; past it submissions are
+    /// answered `txpool is full`.
+    pub recovery_queue_txs: usize,
     /// Prepared-transaction cache entries.
     pub prepared_cache_txs: usize,
     /// Parallel executor worker threads.
@@ -322,6 +328,8 @@ impl Default for Config {
                 prepare_ahead_blocks: 2,
                 commit_mailbox_blocks: 2,
                 prepare_workers: 2,
+                recovery_workers: 2,
+                recovery_queue_txs: 2048,
                 prepared_cache_txs: 15_000,
                 execute_workers: 2,
                 occ_min_block_txs: 64,
@@ -406,7 +414,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 26] = [
+        let positive: [(&str, u64); 28] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("chain.chain_id", self.chain.chain_id),
@@ -433,6 +441,8 @@ impl Config {
             ("pipeline.prepare_ahead_blocks", self.pipeline.prepare_ahead_blocks as u64),
             ("pipeline.commit_mailbox_blocks", self.pipeline.commit_mailbox_blocks as u64),
             ("pipeline.prepare_workers", self.pipeline.prepare_workers as u64),
+            ("pipeline.recovery_workers", self.pipeline.recovery_workers as u64),
+            ("pipeline.recovery_queue_txs", self.pipeline.recovery_queue_txs as u64),
         ];
         for (name, value) in positive {
             if value == 0 {

@@ -19,6 +19,7 @@ use sluice_actors::{
     mailbox::mailbox,
     pending::PendingTxs,
     protocol::NonceMsg,
+    recovery::Recovery,
     rpc::{filters::Filters, RpcState},
 };
 use sluice_store::{Genesis, GenesisAccount, Store};
@@ -66,6 +67,7 @@ fn offline_state() -> Arc<RpcState> {
         suggested_tip_wei: 1_000_000_000,
         accepting: AtomicBool::new(true),
         events: ChainEvents::new(0),
+        recovery: Recovery::start(1, 64, rules()).expect("recovery threads start").0,
     })
 }
 

@@ -24,6 +24,7 @@ mod idle_chain_seals_empty_blocks;
 mod json_rpc_framing;
 mod mailbox_bounds_hold;
 mod overload_sheds_and_recovers;
+mod recovery_queue_sheds;
 mod shutdown_drains_pipeline;
 mod transfers_reach_receipts;
 mod websocket_limits_hold;

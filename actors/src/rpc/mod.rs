@@ -43,6 +43,8 @@ pub struct RpcState {
     pub events: ChainEvents,
     /// Installed polling filters (`eth_newFilter` and the rest).
     pub filters: filters::Filters,
+    /// Where submitted transactions are checked and their senders recovered.
+    pub recovery: crate::recovery::Recovery,
 }
 
 /// Shared handle.

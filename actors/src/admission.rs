@@ -26,12 +26,61 @@ use crate::{
     faults::{self, Action, Site},
     metrics as m,
     protocol::{CommittedAccount, NonceMsg},
+    recovery::Recovering,
     rpc::RpcState,
 };
 
 /// Admits one raw transaction; returns its hash (keccak of the raw bytes).
 pub async fn send_raw_transaction(state: &RpcState, raw: Bytes) -> Result<B256, TxError> {
-    let result = admit(state, raw).await;
+    let begun = begin(state, raw).await;
+    finish(state, begun).await
+}
+
+/// A submission whose checks and sender recovery have started.
+#[derive(Debug)]
+pub struct Begun {
+    received: Instant,
+    recovering: Result<Recovering, TxError>,
+}
+
+/// Starts admitting `raw`: the node's own checks, then the transaction is
+/// queued for recovery without waiting for it. The calls of a JSON-RPC
+/// batch all begin before the first finishes, so the recovery threads work
+/// through the batch while its calls are answered in order.
+pub async fn begin(state: &RpcState, raw: Bytes) -> Begun {
+    let received = Instant::now();
+    let recovering = async {
+        if !state.accepting.load(Ordering::Acquire) {
+            return Err(TxError::Unavailable("node is shutting down"));
+        }
+        if state.store.halted().is_some() {
+            // Nothing admitted now could ever be committed.
+            return Err(TxError::Unavailable(
+                "store halted after a failure (see the node log); writes stopped",
+            ));
+        }
+        let fault = faults::point(Site::Admission).fire();
+        match fault {
+            Some(Action::Delay(d)) => tokio::time::sleep(d).await,
+            // Blocks this HTTP worker: every request on it waits, as if the
+            // stage stopped taking from its queue.
+            Some(Action::Stall(d)) => std::thread::sleep(d),
+            Some(Action::Drop) => {
+                return Err(TxError::Unavailable("request dropped (injected fault at admission)"))
+            }
+            Some(Action::Error) => return Err(TxError::Unavailable("injected error at failpoint admission")),
+            Some(Action::Panic) | None => {}
+        }
+        state.recovery.submit(raw, fault == Some(Action::Panic))
+    }
+    .await;
+    Begun { received, recovering }
+}
+
+/// Finishes admitting a begun submission: waits for its recovery, reads the
+/// sender's committed account and reserves its nonce.
+pub async fn finish(state: &RpcState, begun: Begun) -> Result<B256, TxError> {
+    let result = admit(state, begun).await;
     let outcome = match &result {
         Ok(_) => "ok",
         Err(e) => e.outcome(),
@@ -40,28 +89,9 @@ pub async fn send_raw_transaction(state: &RpcState, raw: Bytes) -> Result<B256, 
     result
 }
 
-async fn admit(state: &RpcState, raw: Bytes) -> Result<B256, TxError> {
-    if !state.accepting.load(Ordering::Acquire) {
-        return Err(TxError::Unavailable("node is shutting down"));
-    }
-    if state.store.halted().is_some() {
-        // Nothing admitted now could ever be committed.
-        return Err(TxError::Unavailable("store halted after a failure (see the node log); writes stopped"));
-    }
-    let received = Instant::now();
-    let fault = faults::point(Site::Admission).fire();
-    match fault {
-        Some(Action::Delay(d)) => tokio::time::sleep(d).await,
-        // Blocks this HTTP worker: every request on it waits, as if the
-        // stage stopped taking from its queue.
-        Some(Action::Stall(d)) => std::thread::sleep(d),
-        Some(Action::Drop) => {
-            return Err(TxError::Unavailable("request dropped (injected fault at admission)"))
-        }
-        Some(Action::Error) => return Err(TxError::Unavailable("injected error at failpoint admission")),
-        Some(Action::Panic) | None => {}
-    }
-    let tx = state.recovery.recover(raw, fault == Some(Action::Panic)).await?;
+async fn admit(state: &RpcState, begun: Begun) -> Result<B256, TxError> {
+    let Begun { received, recovering } = begun;
+    let tx = recovering?.wait().await?;
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
     if let Some(acct) = account {

@@ -69,16 +69,16 @@ impl Recovery {
         Ok((Recovery { tx }, probe))
     }
 
-    /// Checks `raw` and recovers its sender on the stage's threads. A full
-    /// mailbox is `txpool is full` at once: the caller is not made to wait.
-    pub async fn recover(&self, raw: Bytes, panic: bool) -> Result<RecoveredTx, TxError> {
+    /// Queues `raw` to be checked and its sender recovered on the stage's
+    /// threads, without waiting. A full mailbox is `txpool is full` at once:
+    /// the caller is not made to wait.
+    pub fn submit(&self, raw: Bytes, panic: bool) -> Result<Recovering, TxError> {
         let (reply, rx) = oneshot::channel();
         match self.tx.try_send(RecoverMsg { raw, panic, reply }) {
-            Ok(()) => {}
-            Err(SendError::Full(_)) => return Err(TxError::TxPoolFull),
-            Err(SendError::Closed(_)) => return Err(TxError::Unavailable("admission stopped")),
+            Ok(()) => Ok(Recovering(rx)),
+            Err(SendError::Full(_)) => Err(TxError::TxPoolFull),
+            Err(SendError::Closed(_)) => Err(TxError::Unavailable("admission stopped")),
         }
-        rx.await.map_err(|_| TxError::Unavailable("admission stopped"))?
     }
 
     /// Submissions waiting now (for tests and the sampler).
@@ -94,6 +94,17 @@ impl Recovery {
     /// The mailbox bound.
     pub fn capacity(&self) -> usize {
         self.tx.capacity()
+    }
+}
+
+/// A submitted transaction on its way through the stage.
+#[derive(Debug)]
+pub struct Recovering(oneshot::Receiver<Result<RecoveredTx, TxError>>);
+
+impl Recovering {
+    /// The checked transaction with its sender.
+    pub async fn wait(self) -> Result<RecoveredTx, TxError> {
+        self.0.await.map_err(|_| TxError::Unavailable("admission stopped"))?
     }
 }
 

@@ -329,7 +329,7 @@ impl Default for Config {
                 commit_mailbox_blocks: 2,
                 prepare_workers: 2,
                 recovery_workers: 2,
-                recovery_queue_txs: 2048,
+                recovery_queue_txs: 4096,
                 prepared_cache_txs: 15_000,
                 execute_workers: 2,
                 occ_min_block_txs: 64,

@@ -16,9 +16,11 @@ use serde_json::{json, Value};
 
 use super::{
     error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
-    eth, SharedState,
+    eth,
+    params::Params,
+    SharedState,
 };
-use crate::metrics as m;
+use crate::{admission, metrics as m};
 
 /// Starts the HTTP server on its own worker threads. Returns the bound
 /// address (the configured port may be 0) and a handle to stop it.
@@ -102,11 +104,28 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
                 );
                 return Some(error_response(Value::Null, &err).to_string().into_bytes());
             }
+            let calls: Vec<Result<Call, Value>> = calls.into_iter().map(Call::parse).collect();
+            // Every submission of the batch starts its sender recovery now,
+            // so the recovery threads work through the batch while the calls
+            // are answered one by one, in order (nonces stay in order).
+            let mut begun = Vec::with_capacity(calls.len());
+            for call in &calls {
+                begun.push(match call {
+                    Ok(c) if c.method == "eth_sendRawTransaction" => match Params::new(c.params.as_ref()) {
+                        Ok(p) => match p.bytes(0) {
+                            Ok(raw) => Some(admission::begin(state, raw).await),
+                            Err(_) => None,
+                        },
+                        Err(_) => None,
+                    },
+                    _ => None,
+                });
+            }
             let mut out = Vec::with_capacity(calls.len() * 64);
             out.push(b'[');
             let mut first = true;
-            for call in calls {
-                let Some(resp) = call_one(state, call, &mut *local).await else { continue };
+            for (call, begun) in calls.into_iter().zip(begun) {
+                let Some(resp) = call_one(state, call, &mut *local, begun).await else { continue };
                 let bytes = resp.to_string();
                 if out.len() + bytes.len() + 2 > max {
                     let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
@@ -125,7 +144,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
             }
             Some(out)
         }
-        single => match call_one(state, single, local).await {
+        single => match call_one(state, Call::parse(single), local, None).await {
             None => None,
             Some(resp) => {
                 let bytes = resp.to_string().into_bytes();
@@ -140,25 +159,54 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
     }
 }
 
-/// Answers one call; `None` for a notification (no `id`).
-async fn call_one(state: &SharedState, call: Value, local: LocalMethods<'_>) -> Option<Value> {
-    let Value::Object(mut obj) = call else {
-        return Some(error_response(Value::Null, &RpcError::new(INVALID_REQUEST, "invalid request")));
-    };
-    let id = obj.remove("id");
-    let id_ok = matches!(&id, None | Some(Value::Null | Value::Number(_) | Value::String(_)));
-    let reply_id = id.clone().filter(|_| id_ok).unwrap_or(Value::Null);
-    if !id_ok || obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some(error_response(reply_id, &RpcError::new(INVALID_REQUEST, "invalid request")));
+/// A call whose framing is valid.
+struct Call {
+    /// As sent (`None`: a notification).
+    id: Option<Value>,
+    method: String,
+    params: Option<Value>,
+}
+
+impl Call {
+    /// The call, or the error response for a malformed one.
+    fn parse(call: Value) -> Result<Call, Value> {
+        let Value::Object(mut obj) = call else {
+            return Err(error_response(Value::Null, &RpcError::new(INVALID_REQUEST, "invalid request")));
+        };
+        let id = obj.remove("id");
+        let id_ok = matches!(&id, None | Some(Value::Null | Value::Number(_) | Value::String(_)));
+        let reply_id = id.clone().filter(|_| id_ok).unwrap_or(Value::Null);
+        if !id_ok || obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(error_response(reply_id, &RpcError::new(INVALID_REQUEST, "invalid request")));
+        }
+        let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
+            return Err(error_response(reply_id, &RpcError::new(INVALID_REQUEST, "invalid request")));
+        };
+        Ok(Call { id, method, params: obj.remove("params") })
     }
-    let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
-        return Some(error_response(reply_id, &RpcError::new(INVALID_REQUEST, "invalid request")));
+}
+
+/// Answers one call; `None` for a notification (no `id`). `begun`: its
+/// transaction's admission, when the batch started it already.
+async fn call_one(
+    state: &SharedState,
+    call: Result<Call, Value>,
+    local: LocalMethods<'_>,
+    begun: Option<admission::Begun>,
+) -> Option<Value> {
+    let Call { id, method, params } = match call {
+        Ok(call) => call,
+        Err(response) => return Some(response),
     };
+    let reply_id = id.clone().unwrap_or(Value::Null);
     let start = Instant::now();
     let label = eth::metric_label(&method);
-    let result = match local(&method, obj.get("params")) {
-        Some(answered) => answered,
-        None => eth::dispatch(state, &method, obj.get("params")).await,
+    let result = match (local(&method, params.as_ref()), begun) {
+        (Some(answered), _) => answered,
+        (None, Some(begun)) => {
+            admission::finish(state, begun).await.map(|hash| json!(hash)).map_err(RpcError::from)
+        }
+        (None, None) => eth::dispatch(state, &method, params.as_ref()).await,
     };
     metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(1);
     metrics::histogram!(m::RPC_SECONDS, "method" => label).record(start.elapsed().as_secs_f64());

@@ -73,7 +73,7 @@ fn inapplicable_transactions_are_skipped_and_later_ones_still_apply() {
             access_list: Default::default(),
             input: Default::default(),
         };
-        PreparedTx::Ready(recovered(&bob, alloy_consensus::TypedTransaction::Eip1559(tx)))
+        PreparedTx::ready(recovered(&bob, alloy_consensus::TypedTransaction::Eip1559(tx)))
     };
     let invalid = PreparedTx::Invalid { hash: B256::repeat_byte(7), reason: "undecodable".into() };
     let txs = vec![
@@ -145,7 +145,7 @@ fn touched_empty_accounts_do_not_appear() {
         access_list: Default::default(),
         input: Default::default(),
     };
-    let tx = PreparedTx::Ready(recovered(&alice, alloy_consensus::TypedTransaction::Eip1559(tx)));
+    let tx = PreparedTx::ready(recovered(&alice, alloy_consensus::TypedTransaction::Eip1559(tx)));
     let out = run(&state, &block(1, GAS_LIMIT, vec![tx]));
     assert_eq!(out.receipts.len(), 1);
     let changed: Vec<_> = out.changes.accounts.iter().map(|a| a.address).collect();

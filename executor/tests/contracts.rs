@@ -174,7 +174,7 @@ fn delegate(
         authorization_list: vec![signed],
         input: Bytes::new(),
     };
-    PreparedTx::Ready(recovered(sponsor, TypedTransaction::Eip7702(tx)))
+    PreparedTx::ready(recovered(sponsor, TypedTransaction::Eip7702(tx)))
 }
 
 #[test]

@@ -260,7 +260,7 @@ fn small_blocks_and_unsupported_coinbase_changes_run_sequentially() {
         access_list: Default::default(),
         input: Default::default(),
     };
-    let tx = sluice_messages::PreparedTx::Ready(recovered(
+    let tx = sluice_messages::PreparedTx::ready(recovered(
         &signer(1),
         alloy_consensus::TypedTransaction::Eip1559(tx),
     ));
@@ -346,7 +346,7 @@ fn storage_of_a_deleted_account_reads_zero_later_in_the_block() {
     };
     let mut txs = vec![
         transfer(&signer(1), 0, empty.address(), 0),
-        sluice_messages::PreparedTx::Ready(recovered(&signer(2), TypedTransaction::Eip7702(delegate))),
+        sluice_messages::PreparedTx::ready(recovered(&signer(2), TypedTransaction::Eip7702(delegate))),
         eip1559(&signer(3), 0, TxKind::Call(empty.address()), 0, Bytes::new(), 100_000),
     ];
     // Unrelated work so that workers really run concurrently.

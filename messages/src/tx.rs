@@ -1,5 +1,7 @@
 //! Transactions as they travel through the pipeline.
 
+use std::sync::Arc;
+
 use alloy_consensus::TxEnvelope;
 use alloy_primitives::{Address, Bytes, B256};
 
@@ -42,13 +44,12 @@ impl RecoveredTx {
 /// A block transaction after preparation: decoded with its sender, or the
 /// reason it cannot be (it then executes as "not applicable" and is left out
 /// of the block's results deterministically).
-// Nearly every entry is `Ready`, so boxing it would only add an allocation
-// per transaction without saving memory.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum PreparedTx {
-    /// Decoded and recovered.
-    Ready(RecoveredTx),
+    /// Decoded and recovered. Shared with the prepared-transaction cache
+    /// (filled at admission): a cache hit is a reference count, not a copy
+    /// of the decoded transaction.
+    Ready(Arc<RecoveredTx>),
     /// Undecodable, unrecoverable, or a duplicate of an earlier transaction in
     /// the same block.
     Invalid {
@@ -60,6 +61,11 @@ pub enum PreparedTx {
 }
 
 impl PreparedTx {
+    /// A decoded and recovered transaction.
+    pub fn ready(tx: RecoveredTx) -> Self {
+        PreparedTx::Ready(Arc::new(tx))
+    }
+
     /// The transaction's hash, valid or not.
     pub fn hash(&self) -> B256 {
         match self {

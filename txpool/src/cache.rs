@@ -12,7 +12,10 @@
 
 use std::{
     collections::VecDeque,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use alloy_consensus::Transaction;
@@ -47,7 +50,7 @@ pub fn keccak(data: &[u8]) -> B256 {
 
 #[derive(Debug, Default)]
 struct Shard {
-    map: B256Map<RecoveredTx>,
+    map: B256Map<Arc<RecoveredTx>>,
     /// Hashes in insertion order; the front is evicted first.
     ring: VecDeque<B256>,
 }
@@ -85,6 +88,11 @@ impl PreparedTxCache {
     /// Remembers an admitted transaction. Re-inserting a cached hash keeps
     /// its place in the eviction order.
     pub fn insert(&self, tx: &RecoveredTx) {
+        self.insert_shared(Arc::new(tx.clone()));
+    }
+
+    /// [`PreparedTxCache::insert`] of a transaction already shared.
+    pub fn insert_shared(&self, tx: Arc<RecoveredTx>) {
         let mut shard = self.shard(&tx.hash).lock();
         if shard.map.contains_key(&tx.hash) {
             return;
@@ -96,14 +104,14 @@ impl PreparedTxCache {
             }
         }
         shard.ring.push_back(tx.hash);
-        shard.map.insert(tx.hash, tx.clone());
+        shard.map.insert(tx.hash, tx);
     }
 
     /// The cached transaction with this hash, if it is EIP-155 protected for
     /// `chain_id` (a sender is only reused for a transaction that could not
     /// be replayed from another chain). Does not remove it: a block may be
     /// prepared again after a reorganisation of the pipeline.
-    pub fn get(&self, hash: &B256, chain_id: u64) -> Option<RecoveredTx> {
+    pub fn get(&self, hash: &B256, chain_id: u64) -> Option<Arc<RecoveredTx>> {
         let found = {
             let shard = self.shard(hash).lock();
             shard.map.get(hash).filter(|tx| tx.tx.chain_id() == Some(chain_id)).cloned()
@@ -155,13 +163,6 @@ fn chunk_len(len: usize, workers: usize, min_per_worker: usize) -> usize {
 /// (contiguous ranges, one reused hasher per worker; single-threaded below
 /// [`MIN_HASHES_PER_WORKER`] transactions per worker).
 pub fn hash_batch(raws: &[Bytes], workers: usize) -> Vec<B256> {
-    fn hash_range(raws: &[Bytes], out: &mut [B256]) {
-        let mut hasher = Keccak256::new();
-        for (raw, slot) in raws.iter().zip(out.iter_mut()) {
-            hasher.update(raw);
-            *slot = B256::from(<[u8; 32]>::from(hasher.finalize_reset()));
-        }
-    }
     let mut out = vec![B256::ZERO; raws.len()];
     let chunk = chunk_len(raws.len(), workers, MIN_HASHES_PER_WORKER);
     if chunk >= raws.len() {
@@ -182,12 +183,21 @@ pub fn hash_batch(raws: &[Bytes], workers: usize) -> Vec<B256> {
     out
 }
 
+/// Keccak of each of `raws` into `out`, with one reused hasher.
+fn hash_range(raws: &[Bytes], out: &mut [B256]) {
+    let mut hasher = Keccak256::new();
+    for (raw, slot) in raws.iter().zip(out.iter_mut()) {
+        hasher.update(raw);
+        *slot = B256::from(<[u8; 32]>::from(hasher.finalize_reset()));
+    }
+}
+
 /// Decodes and recovers a block's transactions, reusing senders recovered
 /// at admission.
 ///
-/// Hashes everything first (no lock held), then looks every hash up under
-/// short shard locks, then decodes and recovers the misses over `workers`
-/// threads with libsecp256k1. A raw that does not decode or recover becomes
+/// Each worker hashes a contiguous range of the block (no lock held), then
+/// looks its hashes up under short shard locks; then the misses are decoded
+/// and recovered over `workers` threads with libsecp256k1. A raw that does not decode or recover becomes
 /// [`PreparedTx::Invalid`]; so does every copy of a transaction after its
 /// first, whether or not the cache held it.
 pub fn prepare_block(
@@ -202,9 +212,10 @@ pub fn prepare_block(
 /// Time spent in each phase of [`prepare_block_timed`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PrepareTimings {
-    /// Hashing every raw transaction (no lock held).
+    /// Hashing every raw transaction (no lock held): the slowest worker's.
     pub hash: std::time::Duration,
-    /// Cache lookups under the shard locks.
+    /// The rest of the hash-and-look-up phase: cache lookups under the
+    /// shard locks, and finding duplicates.
     pub lookup: std::time::Duration,
     /// Decoding and recovering the misses.
     pub recover: std::time::Duration,
@@ -222,39 +233,60 @@ pub fn prepare_block_timed(
     workers: usize,
 ) -> (Vec<PreparedTx>, PrepareTimings) {
     let t0 = std::time::Instant::now();
-    let hashes = hash_batch(raws, workers);
-    let t1 = std::time::Instant::now();
-    let mut seen = B256Set::default();
-    seen.reserve(raws.len());
-    let mut prepared: Vec<Option<PreparedTx>> = hashes
-        .iter()
-        .map(|hash| {
-            if !seen.insert(*hash) {
-                return Some(PreparedTx::Invalid { hash: *hash, reason: DUPLICATE_IN_BLOCK.to_owned() });
+    let n = raws.len();
+    // An empty reason marks "not found yet": every such slot is filled below.
+    let pending = |hash: B256| PreparedTx::Invalid { hash, reason: String::new() };
+    let mut txs = vec![pending(B256::ZERO); n];
+    let mut hashes = vec![B256::ZERO; n];
+    let look_up = |raws: &[Bytes], hashes: &mut [B256], out: &mut [PreparedTx]| {
+        let start = std::time::Instant::now();
+        hash_range(raws, hashes);
+        let hashed = start.elapsed();
+        for (hash, slot) in hashes.iter().zip(out.iter_mut()) {
+            *slot = match cache.get(hash, chain_id) {
+                Some(tx) => PreparedTx::Ready(tx),
+                None => pending(*hash),
+            };
+        }
+        hashed
+    };
+    let chunk = chunk_len(n, workers, MIN_HASHES_PER_WORKER);
+    let hash_time = std::thread::scope(|s| {
+        let mut parts = raws.chunks(chunk).zip(hashes.chunks_mut(chunk)).zip(txs.chunks_mut(chunk));
+        // The calling thread takes the first range itself: one spawn fewer.
+        let first = parts.next();
+        let handles: Vec<_> = parts.map(|((r, h), o)| s.spawn(move || look_up(r, h, o))).collect();
+        let mut slowest = first.map(|((r, h), o)| look_up(r, h, o)).unwrap_or_default();
+        for handle in handles {
+            match handle.join() {
+                Ok(t) => slowest = slowest.max(t),
+                Err(panic) => std::panic::resume_unwind(panic),
             }
-            cache.get(hash, chain_id).map(PreparedTx::Ready)
-        })
-        .collect();
+        }
+        slowest
+    });
+    // Every copy of a transaction after its first is not applicable,
+    // found in the cache or not.
+    let mut seen = B256Set::default();
+    seen.reserve(n);
+    for (hash, slot) in hashes.iter().zip(txs.iter_mut()) {
+        if !seen.insert(*hash) {
+            *slot = PreparedTx::Invalid { hash: *hash, reason: DUPLICATE_IN_BLOCK.to_owned() };
+        }
+    }
     let t2 = std::time::Instant::now();
-    let misses: Vec<usize> = (0..raws.len()).filter(|&i| prepared[i].is_none()).collect();
+    let misses: Vec<usize> = (0..n)
+        .filter(|&i| matches!(&txs[i], PreparedTx::Invalid { reason, .. } if reason.is_empty()))
+        .collect();
     let timings_misses = misses.len();
     let recovered = recover_many(raws, &hashes, &misses, workers);
     for (i, tx) in misses.into_iter().zip(recovered) {
-        prepared[i] = Some(tx);
+        txs[i] = tx;
     }
     let t3 = std::time::Instant::now();
-    let txs = prepared
-        .into_iter()
-        .zip(hashes)
-        .map(|(tx, hash)| {
-            // Every slot was filled above; the fallback only keeps this path
-            // free of panics.
-            tx.unwrap_or_else(|| PreparedTx::Invalid { hash, reason: "not prepared".to_owned() })
-        })
-        .collect();
     let timings = PrepareTimings {
-        hash: t1 - t0,
-        lookup: t2 - t1,
+        hash: hash_time,
+        lookup: (t2 - t0).saturating_sub(hash_time),
         recover: t3 - t2,
         hits: raws.len() - timings_misses,
         misses: timings_misses,
@@ -265,7 +297,7 @@ pub fn prepare_block_timed(
 /// Decodes and recovers `raws[i]` for each `i` in `which`, in order.
 fn recover_many(raws: &[Bytes], hashes: &[B256], which: &[usize], workers: usize) -> Vec<PreparedTx> {
     let one = |i: usize| match recover_raw_with_hash(raws[i].clone(), hashes[i]) {
-        Ok(tx) => PreparedTx::Ready(tx),
+        Ok(tx) => PreparedTx::ready(tx),
         Err(e) => PreparedTx::Invalid { hash: hashes[i], reason: e.to_string() },
     };
     let chunk = chunk_len(which.len(), workers, MIN_RECOVERIES_PER_WORKER);

@@ -126,7 +126,7 @@ impl Gen {
             input,
         };
         let signer = &self.senders[s];
-        self.txs.push(PreparedTx::Ready(recovered(signer, TypedTransaction::Eip1559(tx))));
+        self.txs.push(PreparedTx::ready(recovered(signer, TypedTransaction::Eip1559(tx))));
     }
 
     fn one(&mut self, pair_rate: u64) {
@@ -256,7 +256,7 @@ impl Gen {
             authorization_list: vec![signed],
             input: Bytes::new(),
         };
-        self.txs.push(PreparedTx::Ready(recovered(&self.senders[s], TypedTransaction::Eip7702(tx))));
+        self.txs.push(PreparedTx::ready(recovered(&self.senders[s], TypedTransaction::Eip7702(tx))));
     }
 }
 

@@ -71,7 +71,7 @@ pub fn eip1559(signer: &Signer, nonce: u64, to: TxKind, value: u128, input: Byte
         access_list: Default::default(),
         input,
     };
-    PreparedTx::Ready(recovered(signer, TypedTransaction::Eip1559(tx)))
+    PreparedTx::ready(recovered(signer, TypedTransaction::Eip1559(tx)))
 }
 
 pub fn transfer(signer: &Signer, nonce: u64, to: Address, value: u128) -> PreparedTx {
@@ -89,7 +89,7 @@ pub fn legacy(signer: &Signer, nonce: u64, to: Address, value: u128, gas_price: 
         value: U256::from(value),
         input: Bytes::new(),
     };
-    PreparedTx::Ready(recovered(signer, TypedTransaction::Legacy(tx)))
+    PreparedTx::ready(recovered(signer, TypedTransaction::Legacy(tx)))
 }
 
 pub fn block(number: u64, gas_limit: u64, txs: Vec<PreparedTx>) -> PreparedBlock {

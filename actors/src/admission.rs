@@ -59,6 +59,13 @@ pub async fn begin(state: &RpcState, raw: Bytes) -> Begun {
                 "store halted after a failure (see the node log); writes stopped",
             ));
         }
+        // A full pool refuses before the expensive part: recovering senders
+        // only to refuse their transactions would take the CPU the pipeline
+        // needs to drain the pool. (A racy read: the nonce actor still
+        // enforces the bound exactly.)
+        if state.pool.len() >= state.pool.max_txs() {
+            return Err(TxError::TxPoolFull);
+        }
         let fault = faults::point(Site::Admission).fire();
         match fault {
             Some(Action::Delay(d)) => tokio::time::sleep(d).await,

@@ -294,6 +294,7 @@ impl Node {
             events: chain_events,
             filters: rpc::filters::Filters::new(&cfg.rpc),
             recovery,
+            pool: Arc::clone(&counters),
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;

@@ -330,7 +330,7 @@ impl Default for Config {
                 prepare_workers: 2,
                 recovery_workers: 2,
                 recovery_queue_txs: 4096,
-                prepared_cache_txs: 15_000,
+                prepared_cache_txs: 131_072,
                 execute_workers: 2,
                 occ_min_block_txs: 64,
                 occ_max_incarnations: 10,
@@ -338,7 +338,7 @@ impl Default for Config {
             store: StoreConfig {
                 data_dir: PathBuf::from("./sluice-data"),
                 sync_every_blocks: 1,
-                cache_blocks: 1024,
+                cache_blocks: 128,
                 inject_commit_failure_at_height: 0,
             },
             faults: FaultsConfig { failpoints: String::new(), debug_rpc: false },
@@ -459,6 +459,14 @@ impl Config {
                 "mempool.max_tx_size_bytes exceeds mempool.max_bytes or producer.max_block_bytes".into(),
             ));
         }
+        // Admitted transactions evicted from the cache before their block is
+        // prepared get their senders recovered again on the ordered path.
+        if self.pipeline.prepared_cache_txs < self.mempool.max_txs {
+            return Err(ConfigError::Invalid(format!(
+                "pipeline.prepared_cache_txs ({}) must hold at least mempool.max_txs ({})",
+                self.pipeline.prepared_cache_txs, self.mempool.max_txs
+            )));
+        }
         if self.supervision.window_ms == 0 {
             return Err(ConfigError::Invalid("supervision.window_ms must be greater than 0".into()));
         }
@@ -521,5 +529,10 @@ mod tests {
         let env = vec![("SLUICE_PIPELINE__COMMIT_MAILBOX_BLOCKS".to_string(), "0".to_string())];
         let err = Config::load(None, env, &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("commit_mailbox_blocks"), "{err}");
+        // A cache smaller than the mempool would send admitted transactions
+        // back to sender recovery on the ordered path.
+        let env = vec![("SLUICE_PIPELINE__PREPARED_CACHE_TXS".to_string(), "1000".to_string())];
+        let err = Config::load(None, env, &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("prepared_cache_txs"), "{err}");
     }
 }

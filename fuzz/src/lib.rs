@@ -56,5 +56,6 @@ pub fn offline_state() -> Arc<RpcState> {
         accepting: AtomicBool::new(true),
         events: ChainEvents::new(0),
         recovery: Recovery::start(1, 64, rules()).expect("recovery threads start").0,
+        pool: Arc::new(sluice_txpool::PoolCounters::new(1000, 1 << 20)),
     })
 }

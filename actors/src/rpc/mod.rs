@@ -45,6 +45,9 @@ pub struct RpcState {
     pub filters: filters::Filters,
     /// Where submitted transactions are checked and their senders recovered.
     pub recovery: crate::recovery::Recovery,
+    /// The mempool's occupancy: a full pool refuses submissions before
+    /// their senders are recovered.
+    pub pool: Arc<sluice_txpool::PoolCounters>,
 }
 
 /// Shared handle.

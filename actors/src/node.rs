@@ -98,6 +98,7 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
             n => SyncPolicy::EveryNBlocks(n),
         },
         cache_blocks: cfg.store.cache_blocks,
+        db_cache_bytes: cfg.store.db_cache_bytes,
         fail_commit_at: cfg.store.inject_commit_failure_at_height,
     }
 }

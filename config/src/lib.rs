@@ -243,6 +243,8 @@ pub struct StoreConfig {
     pub sync_every_blocks: u32,
     /// Recent blocks kept in memory.
     pub cache_blocks: usize,
+    /// The database's own page cache (redb's default is 1 GiB).
+    pub db_cache_bytes: usize,
     /// Fault injection: the commit of this height fails (0 = never).
     pub inject_commit_failure_at_height: u64,
 }
@@ -339,6 +341,7 @@ impl Default for Config {
                 data_dir: PathBuf::from("./sluice-data"),
                 sync_every_blocks: 1,
                 cache_blocks: 128,
+                db_cache_bytes: 256 * 1024 * 1024,
                 inject_commit_failure_at_height: 0,
             },
             faults: FaultsConfig { failpoints: String::new(), debug_rpc: false },
@@ -414,9 +417,10 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 28] = [
+        let positive: [(&str, u64); 29] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
+            ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
             ("chain.chain_id", self.chain.chain_id),
             ("chain.block_gas_limit", self.chain.block_gas_limit),
             ("rpc.workers", self.rpc.workers as u64),

@@ -117,6 +117,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         spec: "prague".into(),
         sync,
         cache_blocks: 64,
+        db_cache_bytes: 256 << 20,
         fail_commit_at: 0,
     }
 }

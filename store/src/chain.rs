@@ -122,6 +122,8 @@ pub struct DurableOptions {
     pub sync: SyncPolicy,
     /// Recent blocks kept in memory.
     pub cache_blocks: usize,
+    /// The database's page cache, in bytes.
+    pub db_cache_bytes: usize,
     /// Fault injection: the commit of this height fails (0 = never).
     pub fail_commit_at: u64,
 }
@@ -250,7 +252,7 @@ impl Store {
             genesis: genesis.fingerprint(),
             spec: opts.spec.clone(),
         };
-        let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync)?;
+        let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_cache_bytes)?;
         let mut store = match loaded {
             None => {
                 let store = Store::new(genesis);

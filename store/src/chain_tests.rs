@@ -24,7 +24,14 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 }
 
 fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
-    DurableOptions { dir: dir.to_path_buf(), spec: "prague".into(), sync, cache_blocks: 2, fail_commit_at: 0 }
+    DurableOptions {
+        dir: dir.to_path_buf(),
+        spec: "prague".into(),
+        sync,
+        cache_blocks: 2,
+        db_cache_bytes: 16 << 20,
+        fail_commit_at: 0,
+    }
 }
 
 /// Block `n` moving `n` wei from account 1 to account 2 and writing a slot

@@ -117,15 +117,19 @@ impl Db {
     /// Opens (or creates) the database in `dir`. A data dir of another chain
     /// or genesis, or of another layout, is refused with a message naming
     /// both. Returns `None` as the loaded chain for a new database.
+    /// `cache_bytes` bounds redb's own page cache (its default is 1 GiB).
     pub fn open(
         dir: &Path,
         id: &ChainIdentity,
         policy: SyncPolicy,
+        cache_bytes: usize,
     ) -> Result<(Db, Option<Loaded>), StoreError> {
         std::fs::create_dir_all(dir).map_err(io)?;
         let path = dir.join(DB_FILE);
-        let db =
-            Database::create(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
+        let db = Database::builder()
+            .set_cache_size(cache_bytes)
+            .create(&path)
+            .map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
         let me = Db { db, path, policy, unsynced: 0 };
         let stored = me.identity()?;
         match stored {

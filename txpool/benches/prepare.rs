@@ -18,6 +18,10 @@ use sluice_txpool::{
     PreparedTxCache, Signer,
 };
 
+/// The node binary's allocator, so that the numbers are the node's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CHAIN_ID: u64 = 31337;
 
 fn arg(name: &str, default: usize) -> usize {

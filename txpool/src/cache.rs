@@ -36,6 +36,9 @@ pub const SHARDS: usize = 64;
 /// than it saves (keccak is ~300 ns per transfer, a thread spawn ~20 us).
 pub const MIN_HASHES_PER_WORKER: usize = 64;
 
+/// Transactions hashed and looked up as one piece of work in preparation.
+const PIECE: usize = 256;
+
 /// Below this many recoveries per worker, recovery stays on one thread
 /// (one recovery is ~40 us, so even a few justify a thread).
 const MIN_RECOVERIES_PER_WORKER: usize = 4;
@@ -185,7 +188,10 @@ pub fn hash_batch(raws: &[Bytes], workers: usize) -> Vec<B256> {
 
 /// Keccak of each of `raws` into `out`, with one reused hasher.
 fn hash_range(raws: &[Bytes], out: &mut [B256]) {
-    let mut hasher = Keccak256::new();
+    hash_range_with(&mut Keccak256::new(), raws, out);
+}
+
+fn hash_range_with(hasher: &mut Keccak256, raws: &[Bytes], out: &mut [B256]) {
     for (raw, slot) in raws.iter().zip(out.iter_mut()) {
         hasher.update(raw);
         *slot = B256::from(<[u8; 32]>::from(hasher.finalize_reset()));
@@ -238,9 +244,9 @@ pub fn prepare_block_timed(
     let pending = |hash: B256| PreparedTx::Invalid { hash, reason: String::new() };
     let mut txs = vec![pending(B256::ZERO); n];
     let mut hashes = vec![B256::ZERO; n];
-    let look_up = |raws: &[Bytes], hashes: &mut [B256], out: &mut [PreparedTx]| {
+    let look_up = |hasher: &mut Keccak256, raws: &[Bytes], hashes: &mut [B256], out: &mut [PreparedTx]| {
         let start = std::time::Instant::now();
-        hash_range(raws, hashes);
+        hash_range_with(hasher, raws, hashes);
         let hashed = start.elapsed();
         for (hash, slot) in hashes.iter().zip(out.iter_mut()) {
             *slot = match cache.get(hash, chain_id) {
@@ -250,13 +256,26 @@ pub fn prepare_block_timed(
         }
         hashed
     };
-    let chunk = chunk_len(n, workers, MIN_HASHES_PER_WORKER);
+    // Contiguous pieces handed out one at a time: a worker that starts late
+    // (a thread spawn is tens of microseconds) takes fewer pieces instead of
+    // holding up the block with a fixed half.
+    let threads = n.div_ceil(chunk_len(n, workers, MIN_HASHES_PER_WORKER)).max(1);
+    let pieces = Mutex::new(raws.chunks(PIECE).zip(hashes.chunks_mut(PIECE)).zip(txs.chunks_mut(PIECE)));
+    let work = || {
+        let mut hasher = Keccak256::new();
+        let mut hashed = std::time::Duration::ZERO;
+        loop {
+            let next = pieces.lock().next();
+            let Some(((r, h), o)) = next else {
+                return hashed;
+            };
+            hashed += look_up(&mut hasher, r, h, o);
+        }
+    };
     let hash_time = std::thread::scope(|s| {
-        let mut parts = raws.chunks(chunk).zip(hashes.chunks_mut(chunk)).zip(txs.chunks_mut(chunk));
-        // The calling thread takes the first range itself: one spawn fewer.
-        let first = parts.next();
-        let handles: Vec<_> = parts.map(|((r, h), o)| s.spawn(move || look_up(r, h, o))).collect();
-        let mut slowest = first.map(|((r, h), o)| look_up(r, h, o)).unwrap_or_default();
+        let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        // The calling thread works too: one spawn fewer.
+        let mut slowest = work();
         for handle in handles {
             match handle.join() {
                 Ok(t) => slowest = slowest.max(t),

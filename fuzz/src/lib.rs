@@ -4,17 +4,10 @@
 //! stopped"). The block gas limit is small so a fuzzed `eth_call` cannot
 //! run for seconds.
 
-use std::sync::{atomic::AtomicBool, Arc};
+use std::sync::Arc;
 
 use alloy_primitives::{Address, U256};
-use sluice_actors::{
-    events::ChainEvents,
-    mailbox::mailbox,
-    pending::PendingTxs,
-    protocol::NonceMsg,
-    recovery::Recovery,
-    rpc::{filters::Filters, RpcState},
-};
+use sluice_actors::rpc::RpcState;
 use sluice_store::{Genesis, GenesisAccount, Store};
 use sluice_txpool::AdmissionRules;
 
@@ -41,21 +34,8 @@ pub fn offline_state() -> Arc<RpcState> {
         coinbase: Address::ZERO,
         alloc,
     };
-    let (nonce, _closed) = mailbox::<NonceMsg>("nonce", 1);
     let mut limits = sluice_config::Config::default().rpc;
     limits.max_batch_len = 50;
-    Arc::new(RpcState {
-        store: Arc::new(Store::new(&genesis)),
-        nonce,
-        pending: Arc::new(PendingTxs::default()),
-        rules: rules(),
-        exec: sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague },
-        filters: Filters::new(&limits),
-        limits,
-        suggested_tip_wei: 1_000_000_000,
-        accepting: AtomicBool::new(true),
-        events: ChainEvents::new(0),
-        recovery: Recovery::start(1, 64, rules()).expect("recovery threads start").0,
-        pool: Arc::new(sluice_txpool::PoolCounters::new(1000, 1 << 20)),
-    })
+    let exec = sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague };
+    RpcState::offline(Arc::new(Store::new(&genesis)), rules(), exec, limits).expect("recovery threads start")
 }

@@ -7,21 +7,14 @@
 //! time per target (default 1500).
 
 use std::{
-    sync::{atomic::AtomicBool, Arc},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use alloy_primitives::{Bytes, U256};
 use rand::{Rng, RngCore, SeedableRng};
 use serde_json::Value;
-use sluice_actors::{
-    events::ChainEvents,
-    mailbox::mailbox,
-    pending::PendingTxs,
-    protocol::NonceMsg,
-    recovery::Recovery,
-    rpc::{filters::Filters, RpcState},
-};
+use sluice_actors::rpc::RpcState;
 use sluice_store::{Genesis, GenesisAccount, Store};
 use sluice_txpool::{admit_stateless, AdmissionRules};
 
@@ -53,23 +46,10 @@ fn offline_state() -> Arc<RpcState> {
         coinbase: Default::default(),
         alloc,
     };
-    let (nonce, _closed) = mailbox::<NonceMsg>("nonce", 1);
     let mut limits = sluice_config::Config::default().rpc;
     limits.max_batch_len = 50;
-    Arc::new(RpcState {
-        store: Arc::new(Store::new(&genesis)),
-        nonce,
-        pending: Arc::new(PendingTxs::default()),
-        rules: rules(),
-        exec: sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague },
-        filters: Filters::new(&limits),
-        limits,
-        suggested_tip_wei: 1_000_000_000,
-        accepting: AtomicBool::new(true),
-        events: ChainEvents::new(0),
-        recovery: Recovery::start(1, 64, rules()).expect("recovery threads start").0,
-        pool: Arc::new(sluice_txpool::PoolCounters::new(1000, 1 << 20)),
-    })
+    let exec = sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague };
+    RpcState::offline(Arc::new(Store::new(&genesis)), rules(), exec, limits).expect("recovery threads start")
 }
 
 /// One random mutation of `input`, sometimes spliced with `other`.

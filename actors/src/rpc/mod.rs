@@ -17,9 +17,15 @@ use std::sync::{atomic::AtomicBool, Arc};
 use sluice_config::RpcConfig;
 use sluice_executor::ExecConfig;
 use sluice_store::Store;
-use sluice_txpool::AdmissionRules;
+use sluice_txpool::{AdmissionRules, PoolCounters};
 
-use crate::{events::ChainEvents, mailbox::MailboxSender, pending::PendingTxs, protocol::NonceMsg};
+use crate::{
+    events::ChainEvents,
+    mailbox::{mailbox, MailboxSender},
+    pending::PendingTxs,
+    protocol::NonceMsg,
+    recovery::Recovery,
+};
 
 /// Everything an RPC worker needs, shared by all workers.
 pub struct RpcState {
@@ -48,6 +54,36 @@ pub struct RpcState {
     /// The mempool's occupancy: a full pool refuses submissions before
     /// their senders are recovered.
     pub pool: Arc<sluice_txpool::PoolCounters>,
+}
+
+impl RpcState {
+    /// A state with no pipeline behind it, for answering request bodies in
+    /// process (the fuzz targets, tests of the JSON-RPC layer): the nonce
+    /// mailbox is closed, so `eth_sendRawTransaction` runs every check,
+    /// sender recovery included, then answers "admission stopped".
+    pub fn offline(
+        store: Arc<Store>,
+        rules: AdmissionRules,
+        exec: ExecConfig,
+        limits: RpcConfig,
+    ) -> std::io::Result<Arc<RpcState>> {
+        let (nonce, _closed) = mailbox::<NonceMsg>("nonce", 1);
+        let (recovery, _probe) = Recovery::start(1, 64, rules.clone())?;
+        Ok(Arc::new(RpcState {
+            store,
+            nonce,
+            pending: Arc::default(),
+            rules,
+            exec,
+            filters: filters::Filters::new(&limits),
+            limits,
+            suggested_tip_wei: 1_000_000_000,
+            accepting: AtomicBool::new(true),
+            events: ChainEvents::new(0),
+            recovery,
+            pool: Arc::new(PoolCounters::new(1000, 1 << 20)),
+        }))
+    }
 }
 
 /// Shared handle.

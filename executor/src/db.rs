@@ -57,8 +57,18 @@ pub(crate) fn normalize_code_hash(hash: B256) -> B256 {
 /// contract code.
 pub(crate) fn account_info(account: &Account) -> AccountInfo {
     let code_hash = normalize_code_hash(account.code_hash);
-    let code = (code_hash == revm::primitives::KECCAK_EMPTY).then(Bytecode::default);
+    let code = (code_hash == revm::primitives::KECCAK_EMPTY).then(empty_code);
     AccountInfo { balance: account.balance, nonce: account.nonce, code_hash, code, ..Default::default() }
+}
+
+/// Empty code. revm's `Bytecode::default()` clones one process-wide
+/// instance, whose reference count then bounces between the cores of a
+/// parallel block; each thread clones its own instead.
+pub(crate) fn empty_code() -> Bytecode {
+    thread_local! {
+        static EMPTY: Bytecode = Bytecode::default();
+    }
+    EMPTY.with(Bytecode::clone)
 }
 
 /// Bytecode from raw stored bytes. Bytes that start like an EIP-7702
@@ -81,7 +91,7 @@ impl DatabaseRef for StateDb<'_> {
 
     fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, DbError> {
         if normalize_code_hash(code_hash) == revm::primitives::KECCAK_EMPTY {
-            return Ok(Bytecode::default());
+            return Ok(empty_code());
         }
         Ok(bytecode(self.state.code(&code_hash)?))
     }
@@ -92,6 +102,42 @@ impl DatabaseRef for StateDb<'_> {
 
     fn block_hash_ref(&self, number: u64) -> Result<B256, DbError> {
         Ok(self.state.block_hash(number)?)
+    }
+}
+
+/// Analysed code by hash: code is immutable, so each contract is analysed
+/// once per block (or per worker) and then shared.
+#[derive(Debug, Default)]
+pub(crate) struct CodeCache(alloy_primitives::map::B256Map<Bytecode>);
+
+impl CodeCache {
+    /// The code with this hash, from the cache or `db`.
+    pub(crate) fn get(&mut self, db: StateDb<'_>, code_hash: B256) -> Result<Bytecode, DbError> {
+        if let Some(code) = self.0.get(&code_hash) {
+            return Ok(code.clone());
+        }
+        let code = db.code_by_hash_ref(code_hash)?;
+        self.0.insert(code_hash, code.clone());
+        Ok(code)
+    }
+
+    /// The code with this hash, if it is cached.
+    pub(crate) fn cached(&self, code_hash: &B256) -> Option<&Bytecode> {
+        self.0.get(code_hash)
+    }
+}
+
+/// The change-set entry of an account that existed at block start and does
+/// not at its end.
+pub(crate) fn deleted(address: Address) -> sluice_messages::AccountChange {
+    sluice_messages::AccountChange {
+        address,
+        deleted: true,
+        balance: U256::ZERO,
+        nonce: 0,
+        code: None,
+        storage_cleared: true,
+        storage: Vec::new(),
     }
 }
 

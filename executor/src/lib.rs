@@ -6,6 +6,9 @@
 //! Layout:
 //! - [`sequential`]: the in-order executor and the exact definition of a
 //!   block's results (skips, receipts, change set).
+//! - [`journal`]: in-order execution on one revm journal for the whole
+//!   block, the fast path for blocks that cannot run in parallel; equal to
+//!   the sequential executor, or declines the block.
 //! - [`occ`]: the ordered optimistic-concurrency (Block-STM style) executor,
 //!   whose results equal the sequential executor's.
 //! - [`stats`]: per-block execution statistics returned with each outcome.
@@ -19,6 +22,7 @@ pub mod call;
 pub mod db;
 mod env;
 mod error;
+pub mod journal;
 pub mod occ;
 mod overlay;
 pub mod sequential;
@@ -32,6 +36,7 @@ use sluice_store::StateReader;
 pub use call::{call, estimate_gas, CallOutcome, CallRequest};
 pub use env::{ExecConfig, Spec};
 pub use error::{revert_message, revert_reason, ExecError};
+pub use journal::execute_block_one_journal;
 pub use occ::OccExecutor;
 pub use sequential::execute_block;
 pub use stats::{ExecMode, ExecStats, SequentialReason};

@@ -3,7 +3,7 @@
 //! the block's change set (see [`crate::sequential`] for its definition).
 
 use alloy_primitives::{
-    map::{AddressMap, B256Map, Entry as MapEntry, U256Map},
+    map::{AddressMap, Entry as MapEntry, U256Map},
     Address, Bytes, B256, U256,
 };
 use revm::{
@@ -14,7 +14,7 @@ use revm::{
 use sluice_messages::{AccountChange, ChangeSet, CodeChange};
 use sluice_store::{Account as StoredAccount, StateReader};
 
-use crate::db::{account_info, normalize_code_hash, DbError, StateDb};
+use crate::db::{account_info, deleted, normalize_code_hash, CodeCache, DbError, StateDb};
 
 /// One storage slot: its value at block start and now.
 #[derive(Debug, Clone, Copy)]
@@ -57,8 +57,8 @@ impl Entry {
 pub(crate) struct BlockState<'a> {
     db: StateDb<'a>,
     accounts: AddressMap<Entry>,
-    /// Analysed code by hash, so each contract is analysed once per block.
-    codes: B256Map<Bytecode>,
+    /// Analysed code, so each contract is analysed once per block.
+    codes: CodeCache,
 }
 
 /// Loads an account into the overlay on first sight. A free function so the
@@ -85,7 +85,7 @@ impl<'a> BlockState<'a> {
         BlockState {
             db: StateDb::new(state),
             accounts: AddressMap::with_capacity_and_hasher(accounts, Default::default()),
-            codes: B256Map::default(),
+            codes: CodeCache::default(),
         }
     }
 
@@ -156,15 +156,7 @@ impl<'a> BlockState<'a> {
     fn account_change(&self, address: Address, e: &Entry) -> Result<Option<AccountChange>, DbError> {
         let Some(info) = &e.current else {
             // Gone at the end: a change only if it existed at block start.
-            return Ok(e.original.is_some().then(|| AccountChange {
-                address,
-                deleted: true,
-                balance: U256::ZERO,
-                nonce: 0,
-                code: None,
-                storage_cleared: true,
-                storage: Vec::new(),
-            }));
+            return Ok(e.original.is_some().then(|| deleted(address)));
         };
         let start_code_hash = e.original.map_or(KECCAK_EMPTY, |a| normalize_code_hash(a.code_hash));
         let info_changed = match &e.original {
@@ -204,7 +196,7 @@ impl<'a> BlockState<'a> {
         if let Some(code) = &info.code {
             return Ok(code.original_bytes());
         }
-        if let Some(code) = self.codes.get(&info.code_hash) {
+        if let Some(code) = self.codes.cached(&info.code_hash) {
             return Ok(code.original_bytes());
         }
         Ok(self.db.reader().code(&info.code_hash)?)
@@ -219,12 +211,7 @@ impl Database for BlockState<'_> {
     }
 
     fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, DbError> {
-        if let Some(code) = self.codes.get(&code_hash) {
-            return Ok(code.clone());
-        }
-        let code = self.db.code_by_hash_ref(code_hash)?;
-        self.codes.insert(code_hash, code.clone());
-        Ok(code)
+        self.codes.get(self.db, code_hash)
     }
 
     fn storage(&mut self, address: Address, index: U256) -> Result<U256, DbError> {

@@ -51,9 +51,9 @@
 
 use alloy_consensus::Transaction as _;
 use alloy_eips::Typed2718;
-use alloy_primitives::Bytes;
+use alloy_primitives::{Bytes, B256};
 use revm::{
-    context::{result::ExecutionResult, Context},
+    context::{result::ExecutionResult, Context, TxEnv},
     context_interface::result::EVMError,
     ExecuteEvm, MainBuilder, MainContext,
 };
@@ -84,25 +84,9 @@ pub fn execute_block(
     let mut skipped = Vec::new();
     let mut gas_used = 0u64;
     for prepared in &block.txs {
-        let tx = match prepared {
-            PreparedTx::Ready(tx) => tx,
-            PreparedTx::Invalid { hash, reason } => {
-                skipped.push((*hash, reason.clone()));
-                continue;
-            }
-        };
-        let remaining = header.gas_limit.saturating_sub(gas_used);
-        if tx.gas_limit() > remaining {
-            let reason = format!("gas limit {} exceeds remaining block gas {remaining}", tx.gas_limit());
-            skipped.push((tx.hash, reason));
+        let Some((tx, env)) = applicable(prepared, header.gas_limit.saturating_sub(gas_used), &mut skipped)
+        else {
             continue;
-        }
-        let env = match tx_env(tx) {
-            Ok(env) => env,
-            Err(reason) => {
-                skipped.push((tx.hash, reason.to_string()));
-                continue;
-            }
         };
         match evm.transact(env) {
             Ok(out) => {
@@ -121,6 +105,34 @@ pub fn execute_block(
     }
     let changes = evm.ctx.journaled_state.database.change_set()?;
     Ok(BlockOutcome { receipts, skipped, gas_used, changes, stats: Default::default() })
+}
+
+/// The transaction and its revm environment, if it can be applied with
+/// `remaining` block gas left; else it is added to `skipped` with why.
+pub(crate) fn applicable<'t>(
+    prepared: &'t PreparedTx,
+    remaining: u64,
+    skipped: &mut Vec<(B256, String)>,
+) -> Option<(&'t RecoveredTx, TxEnv)> {
+    let tx = match prepared {
+        PreparedTx::Ready(tx) => tx,
+        PreparedTx::Invalid { hash, reason } => {
+            skipped.push((*hash, reason.clone()));
+            return None;
+        }
+    };
+    if tx.gas_limit() > remaining {
+        let reason = format!("gas limit {} exceeds remaining block gas {remaining}", tx.gas_limit());
+        skipped.push((tx.hash, reason));
+        return None;
+    }
+    match tx_env(tx) {
+        Ok(env) => Some((tx, env)),
+        Err(reason) => {
+            skipped.push((tx.hash, reason.to_string()));
+            None
+        }
+    }
 }
 
 /// The receipt of an applied transaction.

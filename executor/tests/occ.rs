@@ -88,17 +88,6 @@ fn check_with(
     }
 }
 
-/// `OCC_SEED=n`: that seed alone; else `OCC_SEEDS` seeds (default 300).
-fn seeds() -> Vec<u64> {
-    match std::env::var("OCC_SEED") {
-        Ok(seed) => vec![seed.parse().expect("OCC_SEED is a number")],
-        Err(_) => {
-            let n = std::env::var("OCC_SEEDS").map_or(300, |n| n.parse().expect("OCC_SEEDS is a number"));
-            (0..n).collect()
-        }
-    }
-}
-
 #[test]
 fn random_blocks_match_sequential() {
     let seeds = seeds();

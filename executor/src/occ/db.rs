@@ -1,10 +1,10 @@
 //! The database a worker's EVM executes against: multi-version memory as
 //! seen by one transaction, recording every read for validation.
 
-use alloy_primitives::{map::B256Map, Address, B256, U256};
+use alloy_primitives::{Address, B256, U256};
 use revm::{
     state::{AccountInfo, Bytecode},
-    Database, DatabaseRef,
+    Database,
 };
 
 use super::{
@@ -14,7 +14,7 @@ use super::{
     mv::lock,
     small::InlineVec,
 };
-use crate::db::{DbError, StateDb};
+use crate::db::{CodeCache, DbError, StateDb};
 
 /// revm's [`Database`] for one worker, executing one transaction at a time.
 #[derive(Debug)]
@@ -29,7 +29,7 @@ pub(crate) struct WorkerDb<'s> {
     /// point; otherwise reads get the shared, possibly stale, copy.
     pub(crate) exact_coinbase: Option<CoinbaseState>,
     /// Analysed code by hash (code is immutable, so this never goes stale).
-    codes: B256Map<Bytecode>,
+    codes: CodeCache,
 }
 
 impl<'s> WorkerDb<'s> {
@@ -41,7 +41,7 @@ impl<'s> WorkerDb<'s> {
             slot_reads: Vec::new(),
             coinbase_read: None,
             exact_coinbase: None,
-            codes: B256Map::default(),
+            codes: CodeCache::default(),
         }
     }
 
@@ -79,12 +79,7 @@ impl Database for WorkerDb<'_> {
     }
 
     fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, DbError> {
-        if let Some(code) = self.codes.get(&code_hash) {
-            return Ok(code.clone());
-        }
-        let code = StateDb::new(self.shared.reader).code_by_hash_ref(code_hash)?;
-        self.codes.insert(code_hash, code.clone());
-        Ok(code)
+        self.codes.get(StateDb::new(self.shared.reader), code_hash)
     }
 
     fn storage(&mut self, address: Address, index: U256) -> Result<U256, DbError> {

@@ -106,7 +106,7 @@ impl AccountValue {
             balance: self.balance,
             nonce: self.nonce,
             code_hash: self.code_hash,
-            code: if self.code_hash == KECCAK_EMPTY { Some(Bytecode::default()) } else { code },
+            code: if self.code_hash == KECCAK_EMPTY { Some(crate::db::empty_code()) } else { code },
             ..Default::default()
         })
     }

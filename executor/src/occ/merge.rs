@@ -19,7 +19,7 @@ use super::{
     footprint::{event, field, AccountValue},
     mv::MvMemory,
 };
-use crate::db::{normalize_code_hash, DbError};
+use crate::db::{deleted, normalize_code_hash, DbError};
 
 /// An account at the end of the block.
 #[derive(Debug)]
@@ -93,15 +93,7 @@ impl AccountFinal {
     ) -> Result<Option<AccountChange>, DbError> {
         let address = self.address;
         if !self.value.exists {
-            return Ok(self.base.is_some().then(|| AccountChange {
-                address,
-                deleted: true,
-                balance: U256::ZERO,
-                nonce: 0,
-                code: None,
-                storage_cleared: true,
-                storage: Vec::new(),
-            }));
+            return Ok(self.base.is_some().then(|| deleted(address)));
         }
         let start_code_hash = self.base.map_or(KECCAK_EMPTY, |a| normalize_code_hash(a.code_hash));
         let v = self.value;

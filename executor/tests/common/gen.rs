@@ -83,6 +83,8 @@ struct Gen {
     next_recipient: u64,
     /// No stale or skipped nonces.
     clean_nonces: bool,
+    /// Whether to create, destroy and delegate.
+    creations: bool,
 }
 
 impl Gen {
@@ -132,7 +134,13 @@ impl Gen {
     fn one(&mut self, pair_rate: u64) {
         let s = self.sender();
         let call = |a: Address| TxKind::Call(a);
-        match self.rng.below(100) {
+        let roll = match self.rng.below(100) {
+            // Creations, self-destructs, delegations and touches of
+            // existing empty accounts (which delete them), when left out.
+            69..=75 | 88..=89 | 92 if !self.creations => 99,
+            roll => roll,
+        };
+        match roll {
             // Independent transfers.
             0..=24 => {
                 let to = self.fresh_address();
@@ -262,19 +270,27 @@ impl Gen {
 
 /// A block of `len` transactions for `seed`.
 pub fn scenario(seed: u64, len: usize) -> Scenario {
-    build(seed, len, None)
+    build(seed, len, None, true)
+}
+
+/// Like [`scenario`], without contract creations, self-destructs,
+/// EIP-7702 delegations and touches of existing empty accounts: nothing is
+/// deleted (except, in some seeds, an existing empty coinbase).
+pub fn scenario_without_creations(seed: u64, len: usize) -> Scenario {
+    build(seed, len, None, false)
 }
 
 /// A block of `len` plain transfers for `seed`: a third of the seeds clean
 /// (every transaction applies), the others with stale or skipped nonces and
 /// the odd transaction that is not a plain transfer after all.
 pub fn transfer_scenario(seed: u64, len: usize) -> Scenario {
-    build(seed, len, Some(!seed.is_multiple_of(3)))
+    build(seed, len, Some(!seed.is_multiple_of(3)), true)
 }
 
 /// `transfers`: `None` for the mixed generator, `Some(anomalies)` for
-/// plain transfers only.
-fn build(seed: u64, len: usize, transfers: Option<bool>) -> Scenario {
+/// plain transfers only; `creations`: whether contracts are created,
+/// destroyed and delegated to.
+fn build(seed: u64, len: usize, transfers: Option<bool>, creations: bool) -> Scenario {
     let mut rng = Rng::new(seed);
     // Mostly many senders; sometimes a few, so that nonce chains dominate.
     let sender_count = if rng.chance(20) { 2 + rng.below(6) } else { 16 + rng.below(48) } as usize;
@@ -321,6 +337,7 @@ fn build(seed: u64, len: usize, transfers: Option<bool>) -> Scenario {
         txs: Vec::with_capacity(len),
         next_recipient: seed << 20,
         clean_nonces: transfers == Some(false),
+        creations,
     };
     while g.txs.len() < len {
         match transfers {

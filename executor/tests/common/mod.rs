@@ -172,3 +172,14 @@ pub fn init_code(prelude: &[u8], runtime: &[u8]) -> Bytes {
 pub fn word(v: u64) -> Bytes {
     Bytes::from(U256::from(v).to_be_bytes::<32>().to_vec())
 }
+
+/// `OCC_SEED=n`: that seed alone; else `OCC_SEEDS` seeds (default 300).
+pub fn seeds() -> Vec<u64> {
+    match std::env::var("OCC_SEED") {
+        Ok(seed) => vec![seed.parse().expect("OCC_SEED is a number")],
+        Err(_) => {
+            let n = std::env::var("OCC_SEEDS").map_or(300, |n| n.parse().expect("OCC_SEEDS is a number"));
+            (0..n).collect()
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! In-order execution with one revm journal for the whole block: the fast
+//! way to run a block that cannot run in parallel (a dependency chain, a
+//! small block).
+//!
+//! [`crate::sequential`] finalizes every transaction into a fresh state map
+//! and folds it into an overlay, as revm's `transact_commit` does. revm 43's
+//! journal can instead carry state from one transaction to the next
+//! (`transact_one`: warmth and EIP-2200 original values are reset per
+//! transaction by its transaction id, a rejected transaction is discarded),
+//! so an account or slot used by many transactions is loaded once per
+//! block, and nothing is allocated per transaction for state. The change set
+//! is read off the journal once, at the end.
+//!
+//! The journal does not delete an account between transactions, so the two
+//! differ where deletion is observable later in the same block: a contract
+//! created or self-destructed (a re-created address starts with empty
+//! storage), an account that existed at block start while empty (EIP-161
+//! would delete it, with any storage, when touched), and an EIP-7702
+//! authority that was touched while empty (the refund depends on whether it
+//! "existed"). Blocks with any of those are not run here ([`None`]); the
+//! caller runs them on the sequential executor. Everything else is equal to
+//! [`crate::sequential::execute_block`], and `tests/journal.rs` checks it on
+//! the randomized blocks.
+
+use alloy_consensus::TxEnvelope;
+use alloy_primitives::{
+    map::{AddressMap, HashMap},
+    Address, B256, U256,
+};
+use revm::{
+    context::Context,
+    context_interface::result::EVMError,
+    primitives::KECCAK_EMPTY,
+    state::{Account, AccountInfo, Bytecode},
+    Database, DatabaseRef, ExecuteEvm, MainBuilder, MainContext,
+};
+use sluice_messages::{AccountChange, ChangeSet, CodeChange, PreparedBlock, PreparedTx};
+use sluice_store::{Account as StoredAccount, StateReader};
+
+use crate::{
+    db::{account_info, deleted, normalize_code_hash, CodeCache, DbError, StateDb},
+    env::{block_env, cfg_env},
+    sequential::{applicable, receipt},
+    BlockOutcome, ExecConfig, ExecError,
+};
+
+/// Block-start state as revm's database, remembering what it served: the
+/// journal asks once per account and slot per block, so these are the
+/// block-start values the change set is measured against.
+struct StartDb<'a> {
+    db: StateDb<'a>,
+    accounts: AddressMap<Option<StoredAccount>>,
+    slots: HashMap<(Address, U256), U256>,
+    codes: CodeCache,
+}
+
+impl Database for StartDb<'_> {
+    type Error = DbError;
+
+    fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, DbError> {
+        let account = self.db.reader().account(&address)?;
+        self.accounts.insert(address, account);
+        Ok(account.as_ref().map(account_info))
+    }
+
+    fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, DbError> {
+        self.codes.get(self.db, code_hash)
+    }
+
+    fn storage(&mut self, address: Address, index: U256) -> Result<U256, DbError> {
+        // An account absent at block start has no storage (the reader is
+        // not asked, as in the sequential overlay).
+        let value = match self.accounts.get(&address) {
+            Some(None) => U256::ZERO,
+            _ => self.db.storage_ref(address, index)?,
+        };
+        self.slots.insert((address, index), value);
+        Ok(value)
+    }
+
+    fn block_hash(&mut self, number: u64) -> Result<B256, DbError> {
+        self.db.block_hash_ref(number)
+    }
+}
+
+/// Executes `block` on top of `state` in order on one journal, or `None`
+/// when the block does something this cannot reproduce exactly (see the
+/// module documentation): run it on [`crate::sequential::execute_block`].
+pub fn execute_block_one_journal(
+    state: &dyn StateReader,
+    cfg: &ExecConfig,
+    block: &PreparedBlock,
+) -> Result<Option<BlockOutcome>, ExecError> {
+    let sets_code =
+        |tx: &PreparedTx| matches!(tx, PreparedTx::Ready(t) if matches!(t.tx, TxEnvelope::Eip7702(_)));
+    if block.txs.iter().any(sets_code) {
+        return Ok(None);
+    }
+    let header = &block.block.header;
+    let db = StartDb {
+        db: StateDb::new(state),
+        accounts: AddressMap::with_capacity_and_hasher(2 * block.txs.len() + 1, Default::default()),
+        slots: HashMap::default(),
+        codes: CodeCache::default(),
+    };
+    let mut evm = Context::mainnet()
+        .with_db(db)
+        .with_block(block_env(header, cfg.spec))
+        .with_cfg(cfg_env(cfg))
+        .build_mainnet();
+    // Typically a sender and a recipient per transaction, plus the coinbase:
+    // growing the journal's map copies every account in it.
+    evm.ctx.journaled_state.inner.state.reserve(2 * block.txs.len() + 1);
+    let mut receipts = Vec::with_capacity(block.txs.len());
+    let mut skipped = Vec::new();
+    let mut gas_used = 0u64;
+    for prepared in &block.txs {
+        let Some((tx, env)) = applicable(prepared, header.gas_limit.saturating_sub(gas_used), &mut skipped)
+        else {
+            continue;
+        };
+        match evm.transact_one(env) {
+            Ok(result) => {
+                gas_used = gas_used.saturating_add(result.tx_gas_used());
+                let index = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
+                receipts.push(receipt(tx, header.base_fee, index, gas_used, result));
+            }
+            Err(EVMError::Database(e)) => return Err(e.into()),
+            // Refused before execution: revm discarded the transaction's
+            // journal entries, as in the sequential executor.
+            Err(e) => skipped.push((tx.hash, e.to_string())),
+        }
+    }
+    let state = evm.finalize();
+    let Some(changes) = change_set(&evm.ctx.journaled_state.database, &state)? else {
+        return Ok(None);
+    };
+    Ok(Some(BlockOutcome { receipts, skipped, gas_used, changes, stats: Default::default() }))
+}
+
+/// The block's change set (as [`crate::sequential`] defines it) from the
+/// journal's end state, or `None` if an account was created or destroyed,
+/// or one that existed empty at block start was touched.
+fn change_set(db: &StartDb<'_>, state: &revm::state::EvmState) -> Result<Option<ChangeSet>, DbError> {
+    let mut touched: Vec<(Address, &Account)> = Vec::with_capacity(state.len());
+    for (address, account) in state {
+        if account.is_created() || account.is_selfdestructed() {
+            return Ok(None);
+        }
+        if account.is_touched() {
+            touched.push((*address, account));
+        }
+    }
+    // Small (address, reference) pairs sort faster than accounts.
+    touched.sort_unstable_by_key(|(address, _)| *address);
+    let mut accounts = Vec::with_capacity(touched.len());
+    for (address, account) in touched {
+        let start = match db.accounts.get(&address) {
+            Some(start) => *start,
+            None => db.db.reader().account(&address)?,
+        };
+        if start.is_some_and(|a| {
+            a.balance.is_zero() && a.nonce == 0 && normalize_code_hash(a.code_hash) == KECCAK_EMPTY
+        }) {
+            return Ok(None);
+        }
+        if let Some(change) = account_change(db, address, start, account)? {
+            accounts.push(change);
+        }
+    }
+    Ok(Some(ChangeSet { accounts }))
+}
+
+/// One touched account's change, if any. Without creations, destructions
+/// or accounts empty at block start, an account is deleted only if it ends
+/// empty (EIP-161), and its storage is never wiped.
+fn account_change(
+    db: &StartDb<'_>,
+    address: Address,
+    start: Option<StoredAccount>,
+    account: &Account,
+) -> Result<Option<AccountChange>, DbError> {
+    let info = &account.info;
+    if info.is_empty() {
+        return Ok(start.is_some().then(|| deleted(address)));
+    }
+    let start_code_hash = start.map_or(KECCAK_EMPTY, |a| normalize_code_hash(a.code_hash));
+    let info_changed = start.is_none_or(|a| {
+        a.balance != info.balance || a.nonce != info.nonce || start_code_hash != info.code_hash
+    });
+    let mut storage: Vec<(U256, U256)> = Vec::new();
+    for (key, slot) in &account.storage {
+        let key = *key;
+        let was = match db.slots.get(&(address, key)) {
+            Some(v) => *v,
+            None if start.is_some() => db.db.storage_ref(address, key)?,
+            None => U256::ZERO,
+        };
+        if slot.present_value != was {
+            storage.push((key, slot.present_value));
+        }
+    }
+    if !info_changed && storage.is_empty() {
+        return Ok(None);
+    }
+    storage.sort_unstable_by_key(|(k, _)| *k);
+    let code = if info.code_hash == start_code_hash {
+        None
+    } else {
+        let bytes = match &info.code {
+            Some(code) => code.original_bytes(),
+            None => db.db.reader().code(&info.code_hash)?,
+        };
+        Some(CodeChange { hash: info.code_hash, code: bytes })
+    };
+    Ok(Some(AccountChange {
+        address,
+        deleted: false,
+        balance: info.balance,
+        nonce: info.nonce,
+        code,
+        storage_cleared: false,
+        storage,
+    }))
+}

@@ -1,7 +1,10 @@
 //! Milliseconds per 5,000-transaction block: plain revm (`transact_commit`
-//! over a `CacheDB`), the sluice sequential executor, and the OCC executor
-//! with 1 and 2 workers, on four workloads. Every transaction is asserted
-//! to succeed, and the OCC outcome to equal the sequential one.
+//! over a `CacheDB`), the sluice sequential executor (the oracle), the
+//! one-journal in-order executor, and the OCC executor with 1 and 2
+//! workers, on four workloads; and the machine's ceiling for two workers
+//! (how much more EVM work two independent revm runs at once get done than
+//! one). Every transaction is asserted to succeed, and every outcome to
+//! equal the oracle's.
 //!
 //! `cargo bench -p sluice-executor --bench occ` (`OCC_BENCH_RUNS=n` for
 //! more or fewer timed runs per cell; `OCC_BENCH_ONLY=erc20` for one
@@ -29,7 +32,7 @@ use revm::{
     state::{AccountInfo, Bytecode},
     ExecuteCommitEvm, MainBuilder, MainContext,
 };
-use sluice_executor::{execute_block, testing::MemState, OccExecutor};
+use sluice_executor::{execute_block, execute_block_one_journal, testing::MemState, OccExecutor};
 use sluice_messages::{PreparedBlock, PreparedTx};
 use sluice_txpool::Signer;
 
@@ -216,15 +219,21 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     assert!(oracle.skipped.is_empty() && oracle.receipts.iter().all(|r| r.success), "{name}: a tx failed");
     let occ1 = OccExecutor::new(cfg(), 1, 64, 10);
     let occ2 = OccExecutor::new(cfg(), 2, 64, 10);
-    let mut times: [Vec<Duration>; 4] = Default::default();
+    let mut times: [Vec<Duration>; 5] = Default::default();
     let mut modes = Vec::new();
-    let mut par = Vec::new();
+    let mut ceiling = Vec::new();
     // Round-robin so that noise from other processes hits every column.
     for run in 0..runs + 2 {
         let t0 = revm_run(&w, &b);
         let start = Instant::now();
         let seq = execute_block(&w.mem, &cfg(), &b).unwrap();
         let t1 = start.elapsed();
+        let start = Instant::now();
+        let journal = execute_block_one_journal(&w.mem, &cfg(), &b).unwrap();
+        let t2 = start.elapsed();
+        if run == 0 {
+            assert!(journal.as_ref() == Some(&seq), "{name}: one journal differs from sequential");
+        }
         let mut occ_times = [Duration::ZERO; 2];
         for (i, exec) in [&occ1, &occ2].into_iter().enumerate() {
             let start = Instant::now();
@@ -239,63 +248,96 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
             }
         }
         if run >= 2 {
-            for (col, t) in [t0, t1, occ_times[0], occ_times[1]].into_iter().enumerate() {
+            for (col, t) in [t0, t1, t2, occ_times[0], occ_times[1]].into_iter().enumerate() {
                 times[col].push(t);
             }
-            par.push(parallelism());
+            if run % 3 == 2 {
+                ceiling.push(evm_parallelism(&w, &b));
+            }
         }
     }
-    let [revm, seq, o1, o2] = times.map(median);
-    par.sort_by(f64::total_cmp);
+    let [revm, seq, journal, o1, o2] = times.map(median);
+    ceiling.sort_by(f64::total_cmp);
     println!(
-        "| {name} | {revm:.2} | {seq:.2} | {o1:.2} | {o2:.2} | {:.2}x | {:.2}x | {:.2}x | {:.2}x |",
+        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {o2:.2} | {:.2}x | {:.2}x | {:.2}x |",
         revm / o2,
-        seq / o2,
-        seq / o1,
-        par[par.len() / 2]
+        revm / o1,
+        ceiling[ceiling.len() / 2]
     );
     for m in modes {
         eprintln!("    {name} {m}");
     }
 }
 
-/// A fixed CPU-bound job (integer mixing over a 256 KiB table: no sharing
-/// between threads).
-fn spin_job(seed: u64, n: u64) -> u64 {
-    let mut t = vec![0u64; 32 * 1024];
-    let mut x = seed;
-    for i in 0..n {
-        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        let k = (x >> 40) as usize % t.len();
-        t[k] = t[k].wrapping_add(x ^ i);
-    }
-    t.iter().fold(x, |a, b| a ^ b)
+/// How much more EVM work two threads get done than one, right now: the
+/// block run by plain revm once on one thread, then twice at once on two
+/// (nothing shared but the read-only block). No executor can beat this
+/// with two workers.
+fn evm_parallelism(w: &World, b: &PreparedBlock) -> f64 {
+    let one: Duration = (0..3).map(|_| revm_run(w, b)).sum::<Duration>() / 3;
+    let both = (0..3)
+        .map(|_| {
+            // Each thread copies the state first; the clock runs from when
+            // both are ready until both are done.
+            let ready = std::sync::Barrier::new(2);
+            let start = std::sync::OnceLock::new();
+            std::thread::scope(|s| {
+                let run = || revm_run_after(w, b, &ready, &start);
+                let h = s.spawn(run);
+                run();
+                h.join().unwrap();
+            });
+            start.get().unwrap().elapsed()
+        })
+        .sum::<Duration>()
+        / 3;
+    2.0 * one.as_secs_f64() / both.as_secs_f64()
 }
 
-/// How much faster two threads finish a job than one, right now: the
-/// machine is shared, and this bounds what two workers can achieve.
-fn parallelism() -> f64 {
-    let n = 20_000_000;
-    let start = Instant::now();
-    std::hint::black_box(spin_job(1, n));
-    let one = start.elapsed();
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        let h = s.spawn(|| spin_job(2, n / 2));
-        std::hint::black_box(spin_job(3, n / 2));
-        h.join().unwrap()
-    });
-    one.as_secs_f64() / start.elapsed().as_secs_f64()
+/// [`revm_run`], starting once both threads have their copy of the state.
+fn revm_run_after(
+    w: &World,
+    b: &PreparedBlock,
+    ready: &std::sync::Barrier,
+    start: &std::sync::OnceLock<Instant>,
+) {
+    let (block, cfg) = revm_envs(b);
+    let mut evm = Context::mainnet().with_db(w.cache.clone()).with_block(block).with_cfg(cfg).build_mainnet();
+    ready.wait();
+    start.get_or_init(Instant::now);
+    for tx in &b.txs {
+        assert!(evm.transact_commit(tx_env(tx)).unwrap().is_success());
+    }
 }
 
 /// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the OCC executor, in a
-/// loop, for a profiler.
+/// loop, for a profiler; `<workers>` may also be `seq` (the oracle),
+/// `journal`, `revm`, or `ceiling` (print the two-worker ceiling).
 fn profile(spec: &str, workloads: &[Workload]) {
     let (name, workers) = spec.split_once(':').unwrap();
     let (_, make) = workloads.iter().find(|(n, _)| n.contains(name)).unwrap();
     let (w, txs) = make();
     let b = block(1, u64::MAX / 4, txs);
     let runs = 200;
+    if workers == "journal" {
+        let start = Instant::now();
+        for _ in 0..runs {
+            assert!(execute_block_one_journal(&w.mem, &cfg(), &b).unwrap().unwrap().skipped.is_empty());
+        }
+        println!("{spec}: {:.2} ms per block", start.elapsed().as_secs_f64() * 1e3 / f64::from(runs));
+        return;
+    }
+    if workers == "revm" {
+        let total: Duration = (0..runs).map(|_| revm_run(&w, &b)).sum();
+        println!("{spec}: {:.2} ms per block", total.as_secs_f64() * 1e3 / f64::from(runs));
+        return;
+    }
+    if workers == "ceiling" {
+        for _ in 0..5 {
+            println!("{spec}: two independent revm runs at once are {:.2}x one", evm_parallelism(&w, &b));
+        }
+        return;
+    }
     if workers == "seq" {
         let start = Instant::now();
         for _ in 0..runs {
@@ -340,8 +382,8 @@ fn main() {
     println!("{TXS}-tx blocks, median of {runs} runs, {cores} cores; ms per block");
     println!();
     println!(
-        "| workload | revm transact_commit | sluice sequential | OCC 1 worker | OCC 2 workers | revm / OCC2 \
-         | seq / OCC2 | seq / OCC1 | machine 2-thread speedup |"
+        "| workload | revm transact_commit | sluice sequential (oracle) | sluice one journal | OCC 1 worker \
+         | OCC 2 workers | revm / OCC2 | revm / OCC1 | revm x2 ceiling |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for (name, make) in workloads {

@@ -6,7 +6,11 @@ use std::time::Duration;
 /// Why a block (or the rest of it) ran in order on one thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SequentialReason {
-    /// The executor is the sequential one: nothing was attempted in parallel.
+    /// The executor is the sequential one, or a parallel one with a single
+    /// worker (speculation cannot gain anything on one thread): nothing was
+    /// attempted in parallel, except a block of plain transfers, which
+    /// runs scheduled by footprint (`ExecStats::scheduled`) with any
+    /// number of workers.
     #[default]
     Configured,
     /// The block has fewer transactions than the parallel threshold.

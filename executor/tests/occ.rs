@@ -178,12 +178,16 @@ fn a_fully_contended_block_falls_back_to_in_order_execution() {
     // Every transaction writes what the one before it wrote: recognised
     // among the first commits, whatever the timing, and handed to the
     // sequential executor.
-    for workers in [1, 2] {
+    for workers in [2, 3] {
         let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
         check_same("contended", &state, &expected, &got);
         assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Contention });
         assert_eq!(got.stats.sequential_from, None);
     }
+    // One worker runs every block of more than plain transfers in order.
+    let got = occ(1, 10).execute_block(&state, &b).expect("executes");
+    check_same("contended, 1 worker", &state, &expected, &got);
+    assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Configured });
 }
 
 #[test]

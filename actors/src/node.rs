@@ -89,10 +89,7 @@ pub enum NodeError {
 pub fn durable_options(cfg: &Config) -> DurableOptions {
     DurableOptions {
         dir: cfg.store.data_dir.clone(),
-        spec: match cfg.chain.spec {
-            Spec::Cancun => "cancun".into(),
-            Spec::Prague => "prague".into(),
-        },
+        spec: cfg.chain.spec.name().into(),
         sync: match cfg.store.sync_every_blocks {
             0 | 1 => SyncPolicy::EveryBlock,
             n => SyncPolicy::EveryNBlocks(n),
@@ -151,13 +148,6 @@ pub struct Node {
     arbiters: Vec<Arbiter>,
 }
 
-fn spec(s: Spec) -> (sluice_executor::Spec, sluice_txpool::Spec) {
-    match s {
-        Spec::Cancun => (sluice_executor::Spec::Cancun, sluice_txpool::Spec::Cancun),
-        Spec::Prague => (sluice_executor::Spec::Prague, sluice_txpool::Spec::Prague),
-    }
-}
-
 impl Node {
     /// Starts every stage and the RPC server. Must run inside an actix
     /// system.
@@ -168,15 +158,14 @@ impl Node {
         let store = Arc::new(Store::open(&genesis, &durable_options(&cfg))?);
         install_faults(&cfg, &store)?;
         let head = store.head_block();
-        let (exec_spec, pool_spec) = spec(cfg.chain.spec);
-        let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: exec_spec };
+        let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: cfg.chain.spec };
         let mut rules = AdmissionRules::new(
             cfg.chain.chain_id,
             cfg.chain.block_gas_limit,
             u128::from(cfg.chain.base_fee_wei),
         );
         rules.max_tx_size_bytes = cfg.mempool.max_tx_size_bytes;
-        rules.spec = pool_spec;
+        rules.spec = cfg.chain.spec;
         rules.allow_eip7702 = cfg.chain.spec == Spec::Prague;
 
         let p = &cfg.pipeline;

@@ -90,8 +90,8 @@ pub fn replay(
     if store.head_block().app_hash != recorded0 {
         return Err(diverged(0, format!("app hash {} != vault {}", store.head_block().app_hash, recorded0)));
     }
-    let spec =
-        if id.spec == "cancun" { sluice_executor::Spec::Cancun } else { sluice_executor::Spec::Prague };
+    let spec = sluice_executor::Spec::from_name(&id.spec)
+        .ok_or_else(|| diverged(0, format!("unknown fork {:?} in the store's chain identity", id.spec)))?;
     let mut executor = SequentialExecutor::new(ExecConfig { chain_id: id.chain_id, spec });
     let cache = PreparedTxCache::new(1);
     let mut txs = 0u64;

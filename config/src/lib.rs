@@ -29,15 +29,8 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-/// EVM rule set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Spec {
-    /// Cancun (Dencun) rules.
-    Cancun,
-    /// Prague (Pectra) rules, with EIP-7702.
-    Prague,
-}
+/// EVM rule set (defined in `sluice-messages`, shared by every stage).
+pub use sluice_messages::Spec;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

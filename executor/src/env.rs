@@ -11,22 +11,13 @@ use revm::{
 use sluice_messages::{BlockHeader, RecoveredTx};
 
 /// The hard fork whose rules execution follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Spec {
-    /// Cancun (EIP-1153 transient storage, EIP-6780 SELFDESTRUCT, ...).
-    Cancun,
-    /// Prague (adds EIP-7702 set-code transactions, EIP-7623 calldata floor).
-    #[default]
-    Prague,
-}
+pub use sluice_messages::Spec;
 
-impl Spec {
-    /// revm's identifier for this fork.
-    pub fn spec_id(self) -> SpecId {
-        match self {
-            Spec::Cancun => SpecId::CANCUN,
-            Spec::Prague => SpecId::PRAGUE,
-        }
+/// revm's identifier for a fork.
+pub(crate) fn spec_id(spec: Spec) -> SpecId {
+    match spec {
+        Spec::Cancun => SpecId::CANCUN,
+        Spec::Prague => SpecId::PRAGUE,
     }
 }
 
@@ -48,7 +39,7 @@ impl ExecConfig {
 
 /// revm's configuration for executing blocks: every check enabled.
 pub(crate) fn cfg_env(cfg: &ExecConfig) -> CfgEnv {
-    let mut env = CfgEnv::new_with_spec(cfg.spec.spec_id());
+    let mut env = CfgEnv::new_with_spec(spec_id(cfg.spec));
     env.chain_id = cfg.chain_id;
     env
 }

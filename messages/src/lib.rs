@@ -11,15 +11,18 @@
 //! - [`block`]: headers, sealed blocks (raw transactions) and prepared blocks.
 //! - [`receipt`]: execution results per transaction, with logs.
 //! - [`changes`]: a block's state change set in canonical order.
+//! - [`spec`]: the hard fork whose rules the chain follows.
 //! - [`wire`]: the protobuf (prost) schema used by the store and, later, peers.
 
 pub mod block;
 pub mod changes;
 pub mod receipt;
+pub mod spec;
 pub mod tx;
 pub mod wire;
 
 pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock};
 pub use changes::{AccountChange, ChangeSet, CodeChange};
 pub use receipt::{Log, Receipt};
+pub use spec::Spec;
 pub use tx::{keccak256, PreparedTx, RecoveredTx};

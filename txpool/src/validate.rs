@@ -23,22 +23,13 @@ use crate::{
 pub const DEFAULT_MAX_TX_SIZE_BYTES: usize = 128 * 1024;
 
 /// The EVM rules admission follows (those of the executor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Spec {
-    /// Cancun: no EIP-7623 calldata floor, no EIP-7702.
-    Cancun,
-    /// Prague: EIP-7623 calldata floor and EIP-7702.
-    #[default]
-    Prague,
-}
+pub use sluice_messages::Spec;
 
-impl Spec {
-    /// The matching revm spec id.
-    pub fn spec_id(self) -> SpecId {
-        match self {
-            Spec::Cancun => SpecId::CANCUN,
-            Spec::Prague => SpecId::PRAGUE,
-        }
+/// revm's identifier for a fork.
+pub fn spec_id(spec: Spec) -> SpecId {
+    match spec {
+        Spec::Cancun => SpecId::CANCUN,
+        Spec::Prague => SpecId::PRAGUE,
     }
 }
 
@@ -171,7 +162,7 @@ pub fn intrinsic_gas(tx: &TxEnvelope, spec: Spec) -> IntrinsicGas {
         list.iter().fold((0u64, 0u64), |(a, s), item| (a + 1, s + item.storage_keys.len() as u64))
     });
     let auths = tx.authorization_list().map_or(0, |list| list.len() as u64);
-    let spec_id = spec.spec_id();
+    let spec_id = spec_id(spec);
     // EIP-2780 (Amsterdam) is off for Cancun and Prague: revm passes None.
     let gas = calculate_initial_tx_gas(spec_id, tx.input(), tx.is_create(), accounts, storages, auths, None);
     // revm checks the floor only from Prague on (validate_initial_tx_gas).

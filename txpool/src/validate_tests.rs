@@ -299,7 +299,7 @@ fn intrinsic_gas_matches_revms_validation() {
                     )
                     .build_fill();
                 let revm_ok =
-                    validate_initial_tx_gas(env, spec.spec_id(), false, false, u64::MAX, None).is_ok();
+                    validate_initial_tx_gas(env, spec_id(spec), false, false, u64::MAX, None).is_ok();
                 let ours = admit_stateless(signer().sign_raw(tx), &rules);
                 assert_eq!(revm_ok, ok, "{spec:?} gas {gas_limit}");
                 assert_eq!(ours.is_ok(), ok, "{spec:?} gas {gas_limit}: {ours:?}");

@@ -40,7 +40,7 @@ use sluice_store::{Account as StoredAccount, StateReader};
 use crate::{
     db::{account_info, deleted, normalize_code_hash, CodeCache, DbError, StateDb},
     env::{block_env, cfg_env},
-    sequential::{applicable, receipt},
+    sequential::Tally,
     BlockOutcome, ExecConfig, ExecError,
 };
 
@@ -111,31 +111,24 @@ pub fn execute_block_one_journal(
     // Typically a sender and a recipient per transaction, plus the coinbase:
     // growing the journal's map copies every account in it.
     evm.ctx.journaled_state.inner.state.reserve(2 * block.txs.len() + 1);
-    let mut receipts = Vec::with_capacity(block.txs.len());
-    let mut skipped = Vec::new();
-    let mut gas_used = 0u64;
+    let mut tally = Tally::new(block.txs.len());
     for prepared in &block.txs {
-        let Some((tx, env)) = applicable(prepared, header.gas_limit.saturating_sub(gas_used), &mut skipped)
-        else {
+        let Some((tx, env)) = tally.applicable(prepared, header.gas_limit) else {
             continue;
         };
         match evm.transact_one(env) {
-            Ok(result) => {
-                gas_used = gas_used.saturating_add(result.tx_gas_used());
-                let index = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
-                receipts.push(receipt(tx, header.base_fee, index, gas_used, result));
-            }
+            Ok(result) => tally.applied(tx, header.base_fee, result),
             Err(EVMError::Database(e)) => return Err(e.into()),
             // Refused before execution: revm discarded the transaction's
             // journal entries, as in the sequential executor.
-            Err(e) => skipped.push((tx.hash, e.to_string())),
+            Err(e) => tally.skipped.push((tx.hash, e.to_string())),
         }
     }
     let state = evm.finalize();
     let Some(changes) = change_set(&evm.ctx.journaled_state.database, &state)? else {
         return Ok(None);
     };
-    Ok(Some(BlockOutcome { receipts, skipped, gas_used, changes, stats: Default::default() }))
+    Ok(Some(tally.outcome(changes)))
 }
 
 /// The block's change set (as [`crate::sequential`] defines it) from the

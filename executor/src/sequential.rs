@@ -57,7 +57,7 @@ use revm::{
     context_interface::result::EVMError,
     ExecuteEvm, MainBuilder, MainContext,
 };
-use sluice_messages::{Log, PreparedBlock, PreparedTx, Receipt, RecoveredTx};
+use sluice_messages::{ChangeSet, Log, PreparedBlock, PreparedTx, Receipt, RecoveredTx};
 use sluice_store::StateReader;
 
 use crate::{
@@ -80,58 +80,80 @@ pub fn execute_block(
         .with_cfg(cfg_env(cfg))
         .build_mainnet();
 
-    let mut receipts = Vec::with_capacity(block.txs.len());
-    let mut skipped = Vec::new();
-    let mut gas_used = 0u64;
+    let mut tally = Tally::new(block.txs.len());
     for prepared in &block.txs {
-        let Some((tx, env)) = applicable(prepared, header.gas_limit.saturating_sub(gas_used), &mut skipped)
-        else {
+        let Some((tx, env)) = tally.applicable(prepared, header.gas_limit) else {
             continue;
         };
         match evm.transact(env) {
             Ok(out) => {
                 evm.ctx.journaled_state.database.commit_tx(out.state)?;
-                let used = out.result.tx_gas_used();
-                gas_used = gas_used.saturating_add(used);
-                let index = u32::try_from(receipts.len()).unwrap_or(u32::MAX);
-                receipts.push(receipt(tx, header.base_fee, index, gas_used, out.result));
+                tally.applied(tx, header.base_fee, out.result);
             }
             Err(EVMError::Database(e)) => return Err(e.into()),
             // Transaction and header validation errors, and anything else
             // revm refuses before changing state: revm has already discarded
             // the transaction's journal, so skipping it is exact.
-            Err(e) => skipped.push((tx.hash, e.to_string())),
+            Err(e) => tally.skipped.push((tx.hash, e.to_string())),
         }
     }
     let changes = evm.ctx.journaled_state.database.change_set()?;
-    Ok(BlockOutcome { receipts, skipped, gas_used, changes, stats: Default::default() })
+    Ok(tally.outcome(changes))
 }
 
-/// The transaction and its revm environment, if it can be applied with
-/// `remaining` block gas left; else it is added to `skipped` with why.
-pub(crate) fn applicable<'t>(
-    prepared: &'t PreparedTx,
-    remaining: u64,
-    skipped: &mut Vec<(B256, String)>,
-) -> Option<(&'t RecoveredTx, TxEnv)> {
-    let tx = match prepared {
-        PreparedTx::Ready(tx) => tx,
-        PreparedTx::Invalid { hash, reason } => {
-            skipped.push((*hash, reason.clone()));
+/// A block's results so far, as its transactions are applied in order.
+#[derive(Debug)]
+pub(crate) struct Tally {
+    pub(crate) receipts: Vec<Receipt>,
+    pub(crate) skipped: Vec<(B256, String)>,
+    pub(crate) gas_used: u64,
+}
+
+impl Tally {
+    pub(crate) fn new(txs: usize) -> Self {
+        Tally { receipts: Vec::with_capacity(txs), skipped: Vec::new(), gas_used: 0 }
+    }
+
+    /// The transaction and its revm environment, if it can be applied
+    /// next in a block with this gas limit; else it is skipped, with why.
+    pub(crate) fn applicable<'t>(
+        &mut self,
+        prepared: &'t PreparedTx,
+        block_gas_limit: u64,
+    ) -> Option<(&'t RecoveredTx, TxEnv)> {
+        let remaining = block_gas_limit.saturating_sub(self.gas_used);
+        let tx = match prepared {
+            PreparedTx::Ready(tx) => tx,
+            PreparedTx::Invalid { hash, reason } => {
+                self.skipped.push((*hash, reason.clone()));
+                return None;
+            }
+        };
+        if tx.gas_limit() > remaining {
+            let reason = format!("gas limit {} exceeds remaining block gas {remaining}", tx.gas_limit());
+            self.skipped.push((tx.hash, reason));
             return None;
         }
-    };
-    if tx.gas_limit() > remaining {
-        let reason = format!("gas limit {} exceeds remaining block gas {remaining}", tx.gas_limit());
-        skipped.push((tx.hash, reason));
-        return None;
-    }
-    match tx_env(tx) {
-        Ok(env) => Some((tx, env)),
-        Err(reason) => {
-            skipped.push((tx.hash, reason.to_string()));
-            None
+        match tx_env(tx) {
+            Ok(env) => Some((tx, env)),
+            Err(reason) => {
+                self.skipped.push((tx.hash, reason.to_string()));
+                None
+            }
         }
+    }
+
+    /// Records an applied transaction's receipt.
+    pub(crate) fn applied(&mut self, tx: &RecoveredTx, base_fee: u64, result: ExecutionResult) {
+        self.gas_used = self.gas_used.saturating_add(result.tx_gas_used());
+        let index = u32::try_from(self.receipts.len()).unwrap_or(u32::MAX);
+        self.receipts.push(receipt(tx, base_fee, index, self.gas_used, result));
+    }
+
+    /// The block's outcome, with its change set.
+    pub(crate) fn outcome(self, changes: ChangeSet) -> BlockOutcome {
+        let Tally { receipts, skipped, gas_used } = self;
+        BlockOutcome { receipts, skipped, gas_used, changes, stats: Default::default() }
     }
 }
 

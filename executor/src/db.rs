@@ -141,6 +141,33 @@ pub(crate) fn deleted(address: Address) -> sluice_messages::AccountChange {
     }
 }
 
+/// The change-set entry of an account that exists at the end of the block
+/// with `info`; its code is included iff its hash differs from
+/// `start_code_hash`, with the bytes from `code_bytes`.
+pub(crate) fn updated(
+    address: Address,
+    info: &AccountInfo,
+    start_code_hash: B256,
+    storage: Vec<(U256, U256)>,
+    storage_cleared: bool,
+    code_bytes: impl FnOnce() -> Result<alloy_primitives::Bytes, DbError>,
+) -> Result<sluice_messages::AccountChange, DbError> {
+    let code = if info.code_hash == start_code_hash {
+        None
+    } else {
+        Some(sluice_messages::CodeChange { hash: info.code_hash, code: code_bytes()? })
+    };
+    Ok(sluice_messages::AccountChange {
+        address,
+        deleted: false,
+        balance: info.balance,
+        nonce: info.nonce,
+        code,
+        storage_cleared,
+        storage,
+    })
+}
+
 impl From<DbError> for crate::ExecError {
     fn from(e: DbError) -> Self {
         crate::ExecError::Store(e.0)

@@ -34,11 +34,11 @@ use revm::{
     state::{Account, AccountInfo, Bytecode},
     Database, DatabaseRef, ExecuteEvm, MainBuilder, MainContext,
 };
-use sluice_messages::{AccountChange, ChangeSet, CodeChange, PreparedBlock, PreparedTx};
+use sluice_messages::{AccountChange, ChangeSet, PreparedBlock, PreparedTx};
 use sluice_store::{Account as StoredAccount, StateReader};
 
 use crate::{
-    db::{account_info, deleted, normalize_code_hash, CodeCache, DbError, StateDb},
+    db::{account_info, deleted, normalize_code_hash, updated, CodeCache, DbError, StateDb},
     env::{block_env, cfg_env},
     sequential::Tally,
     BlockOutcome, ExecConfig, ExecError,
@@ -197,22 +197,9 @@ fn account_change(
         return Ok(None);
     }
     storage.sort_unstable_by_key(|(k, _)| *k);
-    let code = if info.code_hash == start_code_hash {
-        None
-    } else {
-        let bytes = match &info.code {
-            Some(code) => code.original_bytes(),
-            None => db.db.reader().code(&info.code_hash)?,
-        };
-        Some(CodeChange { hash: info.code_hash, code: bytes })
+    let code_bytes = || match &info.code {
+        Some(code) => Ok(code.original_bytes()),
+        None => Ok(db.db.reader().code(&info.code_hash)?),
     };
-    Ok(Some(AccountChange {
-        address,
-        deleted: false,
-        balance: info.balance,
-        nonce: info.nonce,
-        code,
-        storage_cleared: false,
-        storage,
-    }))
+    updated(address, info, start_code_hash, storage, false, code_bytes).map(Some)
 }

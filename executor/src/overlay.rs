@@ -11,10 +11,10 @@ use revm::{
     state::{AccountInfo, Bytecode, EvmState},
     Database, DatabaseRef,
 };
-use sluice_messages::{AccountChange, ChangeSet, CodeChange};
+use sluice_messages::{AccountChange, ChangeSet};
 use sluice_store::{Account as StoredAccount, StateReader};
 
-use crate::db::{account_info, deleted, normalize_code_hash, CodeCache, DbError, StateDb};
+use crate::db::{account_info, deleted, normalize_code_hash, updated, CodeCache, DbError, StateDb};
 
 /// One storage slot: its value at block start and now.
 #[derive(Debug, Clone, Copy)]
@@ -175,20 +175,7 @@ impl<'a> BlockState<'a> {
             return Ok(None);
         }
         storage.sort_unstable_by_key(|(k, _)| *k);
-        let code = if info.code_hash == start_code_hash {
-            None
-        } else {
-            Some(CodeChange { hash: info.code_hash, code: self.code_bytes(info)? })
-        };
-        Ok(Some(AccountChange {
-            address,
-            deleted: false,
-            balance: info.balance,
-            nonce: info.nonce,
-            code,
-            storage_cleared: e.wiped,
-            storage,
-        }))
+        updated(address, info, start_code_hash, storage, e.wiped, || self.code_bytes(info)).map(Some)
     }
 
     /// The raw bytes of an account's current code.

@@ -108,6 +108,7 @@ pub fn execute_block_one_journal(
         .with_block(block_env(header, cfg.spec))
         .with_cfg(cfg_env(cfg))
         .build_mainnet();
+    crate::keccak::install(&mut evm.instruction);
     // Typically a sender and a recipient per transaction, plus the coinbase:
     // growing the journal's map copies every account in it.
     evm.ctx.journaled_state.inner.state.reserve(2 * block.txs.len() + 1);

@@ -23,6 +23,7 @@ pub mod db;
 mod env;
 mod error;
 pub mod journal;
+pub mod keccak;
 pub mod occ;
 mod overlay;
 pub mod sequential;

@@ -84,3 +84,55 @@ fn a_block_that_creates_a_contract_is_declined() {
     assert!(check("counter", &state, &b));
     assert_eq!(after(&state, &run(&state, &b)).get_storage(&counter, &U256::ZERO), U256::from(1));
 }
+
+/// The one-journal executor's KECCAK256 remembers 64-byte preimages
+/// (`sluice_executor::keccak`); the oracle's is plain revm. Same hashes,
+/// gas, memory expansion and failures: a preimage inside memory (twice,
+/// and again in a later transaction), straddling its end, far past it, at
+/// an offset that does not fit in 64 bits, and too far for the gas left.
+#[test]
+fn memoized_keccak_equals_revm_at_the_edges() {
+    // MSTORE(0, word 1); MSTORE(32, word 2); SSTORE(word 3,
+    // KECCAK256(offset = word 0, len = 64)); STOP.
+    let runtime = Bytes::from_static(&[
+        0x60, 0x20, 0x35, 0x60, 0x00, 0x52, // MSTORE(0, CALLDATALOAD(32))
+        0x60, 0x40, 0x35, 0x60, 0x20, 0x52, // MSTORE(32, CALLDATALOAD(64))
+        0x60, 0x40, 0x60, 0x00, 0x35, 0x20, // KECCAK256(CALLDATALOAD(0), 64)
+        0x60, 0x60, 0x35, 0x55, // SSTORE(CALLDATALOAD(96), hash)
+        0x00,
+    ]);
+    let hasher = Address::repeat_byte(0x4b);
+    let mut state = funded_state();
+    state.set_code(hasher, runtime);
+    let call = |offset: U256, a: u64, b: u64, slot: u64| {
+        let mut data = offset.to_be_bytes::<32>().to_vec();
+        for v in [a, b, slot] {
+            data.extend_from_slice(&U256::from(v).to_be_bytes::<32>());
+        }
+        Bytes::from(data)
+    };
+    let s = signer(1);
+    let cases = [
+        (U256::ZERO, 7, 8, 0, 100_000),
+        (U256::ZERO, 7, 8, 1, 100_000),
+        (U256::from(16), 7, 8, 2, 100_000),
+        (U256::from(4_000), 7, 8, 3, 100_000),
+        (U256::from(u64::MAX) + U256::from(1), 7, 8, 4, 100_000),
+        (U256::ZERO, 9, 10, 5, 100_000),
+        // Out of gas expanding memory for the hash (64 KiB: ~14k gas).
+        (U256::from(0x10000), 11, 12, 6, 23_000),
+        (U256::ZERO, 7, 8, 7, 100_000),
+    ];
+    let txs = cases
+        .iter()
+        .enumerate()
+        .map(|(nonce, (offset, a, b, slot, gas))| {
+            eip1559(&s, nonce as u64, TxKind::Call(hasher), 0, call(*offset, *a, *b, *slot), *gas)
+        })
+        .collect();
+    let b = block(1, 30_000_000, txs);
+    assert!(check("keccak edges", &state, &b), "the block has no creations: it must be accepted");
+    let outcome = run(&state, &b);
+    let ok: Vec<bool> = outcome.receipts.iter().map(|r| r.success).collect();
+    assert_eq!(ok, [true, true, true, true, false, true, false, true], "the cases cover success and failure");
+}

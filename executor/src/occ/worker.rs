@@ -117,11 +117,13 @@ impl<'s> Worker<'s> {
             }
         };
         let evm = self.evm.get_or_insert_with(|| {
-            Context::mainnet()
+            let mut evm = Context::mainnet()
                 .with_db(WorkerDb::new(shared))
                 .with_block(shared.block_env.clone())
                 .with_cfg(shared.cfg_env.clone())
-                .build_mainnet()
+                .build_mainnet();
+            crate::keccak::install(&mut evm.instruction);
+            evm
         });
         let db = &mut evm.ctx.journaled_state.database;
         db.begin(index);

@@ -145,6 +145,7 @@ fn record_exec_stats(s: &sluice_executor::ExecStats) {
             sluice_executor::SequentialReason::SmallBlock => "sequential_small_block",
             sluice_executor::SequentialReason::MaxIncarnations => "sequential_max_incarnations",
             sluice_executor::SequentialReason::Contention => "sequential_contention",
+            sluice_executor::SequentialReason::Adaptive => "sequential_adaptive",
             sluice_executor::SequentialReason::Unsupported => "sequential_unsupported",
         },
     };

@@ -224,6 +224,10 @@ pub struct PipelineConfig {
     pub occ_min_block_txs: usize,
     /// Incarnations before a block falls back to sequential execution.
     pub occ_max_incarnations: u32,
+    /// With 2+ workers, blocks of contract calls run speculatively or in
+    /// order, whichever was faster per gas recently; every this many blocks
+    /// the other is tried. 0: always speculate.
+    pub occ_explore_every_blocks: u32,
 }
 
 /// Chain data.
@@ -329,6 +333,7 @@ impl Default for Config {
                 execute_workers: 2,
                 occ_min_block_txs: 64,
                 occ_max_incarnations: 10,
+                occ_explore_every_blocks: 8,
             },
             store: StoreConfig {
                 data_dir: PathBuf::from("./sluice-data"),

@@ -1,7 +1,9 @@
 //! Milliseconds per 5,000-transaction block: plain revm (`transact_commit`
 //! over a `CacheDB`), the sluice sequential executor (the oracle), the
-//! one-journal in-order executor, and the OCC executor with 1 and 2
-//! workers, on four workloads; and the machine's ceiling for two workers
+//! one-journal in-order executor, and the OCC executor with 1 worker and
+//! with 2 (always speculating, and adaptive as the node runs it: per block
+//! the faster of speculation and in-order, see `occ/adaptive.rs`), on four
+//! workloads; and the machine's ceiling for two workers
 //! (how much more EVM work two independent revm runs at once get done than
 //! one). Every transaction is asserted to succeed, and every outcome to
 //! equal the oracle's.
@@ -219,7 +221,9 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     assert!(oracle.skipped.is_empty() && oracle.receipts.iter().all(|r| r.success), "{name}: a tx failed");
     let occ1 = OccExecutor::new(cfg(), 1, 64, 10);
     let occ2 = OccExecutor::new(cfg(), 2, 64, 10);
-    let mut times: [Vec<Duration>; 5] = Default::default();
+    // As the node runs it (`pipeline.occ_explore_every_blocks = 8`).
+    let adaptive = OccExecutor::new(cfg(), 2, 64, 10).with_adaptive(8);
+    let mut times: [Vec<Duration>; 6] = Default::default();
     let mut modes = Vec::new();
     let mut ceiling = Vec::new();
     // Round-robin so that noise from other processes hits every column.
@@ -234,21 +238,26 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
         if run == 0 {
             assert!(journal.as_ref() == Some(&seq), "{name}: one journal differs from sequential");
         }
-        let mut occ_times = [Duration::ZERO; 2];
-        for (i, exec) in [&occ1, &occ2].into_iter().enumerate() {
+        let mut occ_times = [Duration::ZERO; 3];
+        for (i, exec) in [&occ1, &occ2, &adaptive].into_iter().enumerate() {
             let start = Instant::now();
             let out = exec.execute_block(&w.mem, &b).unwrap();
             occ_times[i] = start.elapsed();
-            if run == 0 {
+            // The adaptive executor runs its first block speculating and
+            // its second in order: check both, and the last.
+            if run < 2 || run == runs + 1 {
                 assert!(
                     out.receipts == seq.receipts && out.changes == seq.changes && out.skipped.is_empty(),
                     "{name}: OCC differs from sequential"
                 );
-                modes.push(format!("{}w: {:?}", i + 1, out.stats));
+            }
+            if run == runs + 1 {
+                let label = ["1w", "2w speculating", "2w adaptive"][i];
+                modes.push(format!("{label}: {:?}", out.stats));
             }
         }
         if run >= 2 {
-            for (col, t) in [t0, t1, t2, occ_times[0], occ_times[1]].into_iter().enumerate() {
+            for (col, t) in [t0, t1, t2, occ_times[0], occ_times[1], occ_times[2]].into_iter().enumerate() {
                 times[col].push(t);
             }
             if run % 3 == 2 {
@@ -256,10 +265,11 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
             }
         }
     }
-    let [revm, seq, journal, o1, o2] = times.map(median);
+    let [revm, seq, journal, o1, o2, a2] = times.map(median);
     ceiling.sort_by(f64::total_cmp);
     println!(
-        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {o2:.2} | {:.2}x | {:.2}x | {:.2}x |",
+        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {o2:.2} | {a2:.2} | {:.2}x | {:.2}x | {:.2}x | {:.2}x |",
+        revm / a2,
         revm / o2,
         revm / o1,
         ceiling[ceiling.len() / 2]
@@ -383,9 +393,10 @@ fn main() {
     println!();
     println!(
         "| workload | revm transact_commit | sluice sequential (oracle) | sluice one journal | OCC 1 worker \
-         | OCC 2 workers | revm / OCC2 | revm / OCC1 | revm x2 ceiling |"
+         | OCC 2 speculating | OCC 2 adaptive | revm / OCC2 adaptive | revm / OCC2 speculating | revm / OCC1 \
+         | revm x2 ceiling |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, make) in workloads {
         if only.as_deref().is_none_or(|o| name.contains(o)) {
             bench(name, make(), runs);

@@ -25,6 +25,10 @@ pub enum SequentialReason {
     /// sequential executor (`sequential_from` is `None`); found later, the
     /// rest of the block ran in order.
     Contention,
+    /// The executor chooses per block between speculation and in-order
+    /// execution, and in-order has recently been faster per gas
+    /// ([`crate::occ::OccExecutor::with_adaptive`]).
+    Adaptive,
     /// Something the parallel engine does not model (the coinbase account
     /// being created, destroyed or deleted); the whole block was re-run by
     /// the sequential executor.
@@ -39,6 +43,7 @@ impl SequentialReason {
             SequentialReason::SmallBlock => "small_block",
             SequentialReason::MaxIncarnations => "max_incarnations",
             SequentialReason::Contention => "contention",
+            SequentialReason::Adaptive => "adaptive",
             SequentialReason::Unsupported => "unsupported",
         }
     }

@@ -367,3 +367,28 @@ fn empty_and_tiny_blocks_run_in_parallel_too() {
         }
     }
 }
+
+/// With a mode chooser, blocks of contract calls alternate between the
+/// engine and in-order execution: the first block speculates, the second
+/// runs in order (each mode measured once), later ones follow the timings
+/// and try the other mode every `explore_every_blocks`. Every outcome
+/// equals the oracle's, whichever mode ran.
+#[test]
+fn adaptive_executor_equals_sequential_in_both_modes() {
+    let exec = OccExecutor::new(cfg(), 2, 0, 10).with_adaptive(2);
+    let adaptive = ExecMode::Sequential { reason: SequentialReason::Adaptive };
+    let mut modes = Vec::new();
+    for seed in 0..12u64 {
+        let s = gen::scenario(seed, 96);
+        let got = exec.execute_block(&s.state, &s.block).expect("executes");
+        check_same(&format!("adaptive seed {seed}"), &s.state, &run(&s.state, &s.block), &got);
+        if got.stats.scheduled {
+            continue; // all plain transfers: scheduled before any choice
+        }
+        modes.push(got.stats.mode == adaptive);
+    }
+    assert!(modes.len() >= 8, "the generator makes blocks of contract calls");
+    assert!(!modes[0] && modes[1], "measures speculation, then in order: {modes:?}");
+    // Exploration every 2nd block: both modes keep running.
+    assert!(modes[2..].iter().any(|m| *m) && modes[2..].iter().any(|m| !*m), "{modes:?}");
+}

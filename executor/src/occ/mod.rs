@@ -82,10 +82,15 @@
 //!   dependency chain, which no schedule runs in parallel) is handed to the
 //!   sequential executor: it does in-order execution without the
 //!   multi-version bookkeeping, and little work is thrown away.
+//! - With [`OccExecutor::with_adaptive`], a block of contract calls runs in
+//!   order when that has recently been faster per gas than speculating
+//!   (`adaptive.rs`): on two cores, cheap calls such as ERC-20 transfers
+//!   run faster on one journal than on two speculating workers.
 //! - Creating, destroying or deleting (EIP-161) an existing coinbase account
 //!   would need its storage wiped, which is not modelled: the whole block is
 //!   re-run sequentially.
 
+mod adaptive;
 mod cell;
 mod commit;
 mod db;
@@ -99,8 +104,9 @@ mod threads;
 mod transfer;
 mod worker;
 
-use std::sync::Mutex;
+use std::{sync::Mutex, time::Instant};
 
+use adaptive::{Chooser, Mode};
 use engine::Spare;
 use mv::{lock, MvMemory};
 use sluice_messages::PreparedBlock;
@@ -125,11 +131,16 @@ pub struct OccExecutor {
     spare: Mutex<Option<Spare>>,
     /// Likewise for blocks of plain transfers.
     scratch: Mutex<scheduled::Scratch>,
+    /// Whether blocks of contract calls speculate or run in order (off
+    /// unless [`OccExecutor::with_adaptive`]).
+    chooser: Mutex<Chooser>,
+    explore_every_blocks: u32,
 }
 
 impl Clone for OccExecutor {
     fn clone(&self) -> Self {
         Self::new(self.cfg, self.workers.len(), self.min_parallel_txs, self.max_incarnations)
+            .with_adaptive(self.explore_every_blocks)
     }
 }
 
@@ -154,7 +165,20 @@ impl OccExecutor {
             max_incarnations: max_incarnations.max(1),
             spare: Mutex::new(None),
             scratch: Mutex::default(),
+            chooser: Mutex::new(Chooser::new(0)),
+            explore_every_blocks: 0,
         }
+    }
+
+    /// Lets the executor choose, per block of contract calls, between
+    /// speculating on its workers and running in order on one journal:
+    /// whichever took less time per gas on recent blocks, the other every
+    /// `explore_every_blocks` blocks (0: always speculate, the default).
+    /// Both are exact; see `occ/adaptive.rs` for why this is measured.
+    pub fn with_adaptive(mut self, explore_every_blocks: u32) -> Self {
+        self.explore_every_blocks = explore_every_blocks;
+        self.chooser = Mutex::new(Chooser::new(explore_every_blocks));
+        self
     }
 
     /// An executor with one worker per available core and the default
@@ -190,29 +214,55 @@ impl OccExecutor {
             // 5,000).
             SequentialReason::Configured
         } else {
-            let spare = match lock(&self.spare).take() {
-                Some(mut spare) => {
-                    spare.mv.reset();
-                    spare
+            let mode = lock(&self.chooser).choose();
+            let start = Instant::now();
+            let outcome = match mode {
+                Mode::Parallel => self.speculate(state, block)?,
+                Mode::InOrder => {
+                    let mut outcome = self.in_order(state, block)?;
+                    engine::sequential_stats(&mut outcome, SequentialReason::Adaptive, self.workers.len());
+                    outcome
                 }
-                None => Spare { mv: MvMemory::new(2 * block.txs.len() + 1), outcomes: Vec::new() },
             };
-            match engine::run(state, &self.cfg, block, &self.workers, self.max_incarnations, spare)? {
-                (Ok(outcome), spare) => {
-                    *lock(&self.spare) = spare;
-                    return Ok(outcome);
-                }
-                (Err(reason), _) => reason,
-            }
+            lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed());
+            return Ok(outcome);
         };
-        // Equal to the sequential executor, faster, but it declines blocks
-        // that create or destroy accounts.
-        let mut outcome = match execute_block_one_journal(state, &self.cfg, block)? {
-            Some(outcome) => outcome,
-            None => execute_block(state, &self.cfg, block)?,
-        };
+        let mut outcome = self.in_order(state, block)?;
         engine::sequential_stats(&mut outcome, reason, self.workers.len());
         Ok(outcome)
+    }
+
+    /// The block on the multi-version engine, or in order if the engine
+    /// gives up on it.
+    fn speculate(&self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
+        let spare = match lock(&self.spare).take() {
+            Some(mut spare) => {
+                spare.mv.reset();
+                spare
+            }
+            None => Spare { mv: MvMemory::new(2 * block.txs.len() + 1), outcomes: Vec::new() },
+        };
+        let reason = match engine::run(state, &self.cfg, block, &self.workers, self.max_incarnations, spare)?
+        {
+            (Ok(outcome), spare) => {
+                *lock(&self.spare) = spare;
+                return Ok(outcome);
+            }
+            (Err(reason), _) => reason,
+        };
+        let mut outcome = self.in_order(state, block)?;
+        engine::sequential_stats(&mut outcome, reason, self.workers.len());
+        Ok(outcome)
+    }
+
+    /// The block in order: on one journal, which is equal to the
+    /// sequential executor and faster but declines blocks that create or
+    /// destroy accounts, else on the sequential executor.
+    fn in_order(&self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
+        match execute_block_one_journal(state, &self.cfg, block)? {
+            Some(outcome) => Ok(outcome),
+            None => execute_block(state, &self.cfg, block),
+        }
     }
 }
 

@@ -139,6 +139,7 @@ impl Finalizer {
 fn record_exec_stats(s: &sluice_executor::ExecStats) {
     use sluice_executor::ExecMode;
     let mode = match s.mode {
+        ExecMode::Parallel if s.lanes => "parallel_lanes",
         ExecMode::Parallel => "parallel",
         ExecMode::Sequential { reason } => match reason {
             sluice_executor::SequentialReason::Configured => "sequential_configured",

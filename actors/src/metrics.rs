@@ -53,7 +53,8 @@ pub const DROP_HALTED: &str = "halted";
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.
 pub const PREPARE_SECONDS: &str = "sluice_prepare_block_seconds";
-/// Blocks executed, by mode (`parallel`, or `sequential_<reason>`).
+/// Blocks executed, by mode (`parallel`, `parallel_lanes`, or
+/// `sequential_<reason>`).
 pub const OCC_BLOCKS: &str = "sluice_occ_blocks_total";
 /// Re-executions after a failed validation.
 pub const OCC_RERUNS: &str = "sluice_occ_reruns_total";

@@ -215,12 +215,19 @@ impl Node {
         let finalize_arbiter = Arbiter::new();
         {
             let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
-            let (workers, min_txs, max_incarnations, explore) =
-                (p.execute_workers, p.occ_min_block_txs, p.occ_max_incarnations, p.occ_explore_every_blocks);
+            let (workers, min_txs, max_incarnations, explore, lanes) = (
+                p.execute_workers,
+                p.occ_min_block_txs,
+                p.occ_max_incarnations,
+                p.occ_explore_every_blocks,
+                p.occ_lanes,
+            );
             Finalizer::start_in_arbiter(&finalize_arbiter.handle(), move |_| {
                 // The OCC executor runs small blocks sequentially itself and
                 // equals the sequential executor on every block.
-                let occ = OccExecutor::new(exec, workers, min_txs, max_incarnations).with_adaptive(explore);
+                let occ = OccExecutor::new(exec, workers, min_txs, max_incarnations)
+                    .with_adaptive(explore)
+                    .with_lanes(lanes);
                 Finalizer::new(Box::new(occ), store, committed, commit_tx, execute_rx)
             });
         }

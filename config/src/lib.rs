@@ -228,6 +228,9 @@ pub struct PipelineConfig {
     /// order, whichever was faster per gas recently; every this many blocks
     /// the other is tried. 0: always speculate.
     pub occ_explore_every_blocks: u32,
+    /// Blocks of contract calls run on lanes (chunks in order on each
+    /// worker's journal) before the multi-version engine.
+    pub occ_lanes: bool,
 }
 
 /// Chain data.
@@ -334,6 +337,7 @@ impl Default for Config {
                 occ_min_block_txs: 64,
                 occ_max_incarnations: 10,
                 occ_explore_every_blocks: 8,
+                occ_lanes: true,
             },
             store: StoreConfig {
                 data_dir: PathBuf::from("./sluice-data"),

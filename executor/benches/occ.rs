@@ -1,9 +1,9 @@
 //! Milliseconds per 5,000-transaction block: plain revm (`transact_commit`
 //! over a `CacheDB`), the sluice sequential executor (the oracle), the
 //! one-journal in-order executor, and the OCC executor with 1 worker and
-//! with 2 (always speculating, and adaptive as the node runs it: per block
-//! the faster of speculation and in-order, see `occ/adaptive.rs`), on four
-//! workloads; and the machine's ceiling for two workers
+//! with 2: on the multi-version engine alone, on lanes (`occ/relay`), and
+//! as the node runs it (lanes, and per block the faster of speculation and
+//! in order, see `occ/adaptive.rs`), on four workloads; and the machine's ceiling for two workers
 //! (how much more EVM work two independent revm runs at once get done than
 //! one). Every transaction is asserted to succeed, and every outcome to
 //! equal the oracle's.
@@ -220,10 +220,11 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     let oracle = execute_block(&w.mem, &cfg(), &b).unwrap();
     assert!(oracle.skipped.is_empty() && oracle.receipts.iter().all(|r| r.success), "{name}: a tx failed");
     let occ1 = OccExecutor::new(cfg(), 1, 64, 10);
-    let occ2 = OccExecutor::new(cfg(), 2, 64, 10);
-    // As the node runs it (`pipeline.occ_explore_every_blocks = 8`).
-    let adaptive = OccExecutor::new(cfg(), 2, 64, 10).with_adaptive(8);
-    let mut times: [Vec<Duration>; 6] = Default::default();
+    let mv2 = OccExecutor::new(cfg(), 2, 64, 10);
+    let lanes2 = OccExecutor::new(cfg(), 2, 64, 10).with_lanes(true);
+    // As the node runs it (`pipeline.occ_lanes`, `occ_explore_every_blocks = 8`).
+    let node2 = OccExecutor::new(cfg(), 2, 64, 10).with_lanes(true).with_adaptive(8);
+    let mut times: [Vec<Duration>; 7] = Default::default();
     let mut modes = Vec::new();
     let mut ceiling = Vec::new();
     // Round-robin so that noise from other processes hits every column.
@@ -238,8 +239,8 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
         if run == 0 {
             assert!(journal.as_ref() == Some(&seq), "{name}: one journal differs from sequential");
         }
-        let mut occ_times = [Duration::ZERO; 3];
-        for (i, exec) in [&occ1, &occ2, &adaptive].into_iter().enumerate() {
+        let mut occ_times = [Duration::ZERO; 4];
+        for (i, exec) in [&occ1, &mv2, &lanes2, &node2].into_iter().enumerate() {
             let start = Instant::now();
             let out = exec.execute_block(&w.mem, &b).unwrap();
             occ_times[i] = start.elapsed();
@@ -252,12 +253,14 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
                 );
             }
             if run == runs + 1 {
-                let label = ["1w", "2w speculating", "2w adaptive"][i];
+                let label = ["1w", "2w multi-version", "2w lanes", "2w node"][i];
                 modes.push(format!("{label}: {:?}", out.stats));
             }
         }
         if run >= 2 {
-            for (col, t) in [t0, t1, t2, occ_times[0], occ_times[1], occ_times[2]].into_iter().enumerate() {
+            for (col, t) in
+                [t0, t1, t2, occ_times[0], occ_times[1], occ_times[2], occ_times[3]].into_iter().enumerate()
+            {
                 times[col].push(t);
             }
             if run % 3 == 2 {
@@ -265,12 +268,13 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
             }
         }
     }
-    let [revm, seq, journal, o1, o2, a2] = times.map(median);
+    let [revm, seq, journal, o1, mv, lanes, node] = times.map(median);
     ceiling.sort_by(f64::total_cmp);
     println!(
-        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {o2:.2} | {a2:.2} | {:.2}x | {:.2}x | {:.2}x | {:.2}x |",
-        revm / a2,
-        revm / o2,
+        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {mv:.2} | {lanes:.2} | {node:.2} | {:.2}x | {:.2}x \
+         | {:.2}x | {:.2}x |",
+        revm / node,
+        revm / lanes,
         revm / o1,
         ceiling[ceiling.len() / 2]
     );
@@ -320,8 +324,8 @@ fn revm_run_after(
     }
 }
 
-/// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the OCC executor, in a
-/// loop, for a profiler; `<workers>` may also be `seq` (the oracle),
+/// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the OCC executor (with
+/// lanes, not adaptive), in a loop, for a profiler; `<workers>` may also be `seq` (the oracle),
 /// `journal`, `revm`, or `ceiling` (print the two-worker ceiling).
 fn profile(spec: &str, workloads: &[Workload]) {
     let (name, workers) = spec.split_once(':').unwrap();
@@ -356,7 +360,7 @@ fn profile(spec: &str, workloads: &[Workload]) {
         println!("{spec}: {:.2} ms per block", start.elapsed().as_secs_f64() * 1e3 / f64::from(runs));
         return;
     }
-    let exec = OccExecutor::new(cfg(), workers.parse().unwrap(), 64, 10);
+    let exec = OccExecutor::new(cfg(), workers.parse().unwrap(), 64, 10).with_lanes(true);
     let start = Instant::now();
     let (mut spec_t, mut val_t, mut merge_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     for _ in 0..runs {
@@ -393,10 +397,10 @@ fn main() {
     println!();
     println!(
         "| workload | revm transact_commit | sluice sequential (oracle) | sluice one journal | OCC 1 worker \
-         | OCC 2 speculating | OCC 2 adaptive | revm / OCC2 adaptive | revm / OCC2 speculating | revm / OCC1 \
-         | revm x2 ceiling |"
+         | OCC 2 multi-version | OCC 2 lanes | OCC 2 node default | revm / OCC2 node | revm / OCC2 lanes \
+         | revm / OCC1 | revm x2 ceiling |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, make) in workloads {
         if only.as_deref().is_none_or(|o| name.contains(o)) {
             bench(name, make(), runs);

@@ -47,11 +47,28 @@ use crate::{
 /// Block-start state as revm's database, remembering what it served: the
 /// journal asks once per account and slot per block, so these are the
 /// block-start values the change set is measured against.
-struct StartDb<'a> {
+pub(crate) struct StartDb<'a> {
     db: StateDb<'a>,
     accounts: AddressMap<Option<StoredAccount>>,
     slots: HashMap<(Address, U256), U256>,
     codes: CodeCache,
+}
+
+impl<'a> StartDb<'a> {
+    /// Whether `address` was served, and existed empty at block start.
+    pub(crate) fn served_empty(&self, address: &Address) -> bool {
+        self.accounts.get(address).is_some_and(|a| a.is_some_and(|a| is_empty(&a)))
+    }
+
+    /// Serving `state`, with room for `accounts` accounts before growing.
+    pub(crate) fn new(state: &'a dyn StateReader, accounts: usize) -> Self {
+        StartDb {
+            db: StateDb::new(state),
+            accounts: AddressMap::with_capacity_and_hasher(accounts, Default::default()),
+            slots: HashMap::default(),
+            codes: CodeCache::default(),
+        }
+    }
 }
 
 impl Database for StartDb<'_> {
@@ -97,12 +114,7 @@ pub fn execute_block_one_journal(
         return Ok(None);
     }
     let header = &block.block.header;
-    let db = StartDb {
-        db: StateDb::new(state),
-        accounts: AddressMap::with_capacity_and_hasher(2 * block.txs.len() + 1, Default::default()),
-        slots: HashMap::default(),
-        codes: CodeCache::default(),
-    };
+    let db = StartDb::new(state, 2 * block.txs.len() + 1);
     let mut evm = Context::mainnet()
         .with_db(db)
         .with_block(block_env(header, cfg.spec))
@@ -135,7 +147,10 @@ pub fn execute_block_one_journal(
 /// The block's change set (as [`crate::sequential`] defines it) from the
 /// journal's end state, or `None` if an account was created or destroyed,
 /// or one that existed empty at block start was touched.
-fn change_set(db: &StartDb<'_>, state: &revm::state::EvmState) -> Result<Option<ChangeSet>, DbError> {
+pub(crate) fn change_set(
+    db: &StartDb<'_>,
+    state: &revm::state::EvmState,
+) -> Result<Option<ChangeSet>, DbError> {
     let mut touched: Vec<(Address, &Account)> = Vec::with_capacity(state.len());
     for (address, account) in state {
         if account.is_created() || account.is_selfdestructed() {
@@ -153,9 +168,7 @@ fn change_set(db: &StartDb<'_>, state: &revm::state::EvmState) -> Result<Option<
             Some(start) => *start,
             None => db.db.reader().account(&address)?,
         };
-        if start.is_some_and(|a| {
-            a.balance.is_zero() && a.nonce == 0 && normalize_code_hash(a.code_hash) == KECCAK_EMPTY
-        }) {
+        if start.is_some_and(|a| is_empty(&a)) {
             return Ok(None);
         }
         if let Some(change) = account_change(db, address, start, account)? {
@@ -163,6 +176,11 @@ fn change_set(db: &StartDb<'_>, state: &revm::state::EvmState) -> Result<Option<
         }
     }
     Ok(Some(ChangeSet { accounts }))
+}
+
+/// EIP-161's empty: no balance, nonce or code.
+fn is_empty(a: &StoredAccount) -> bool {
+    a.balance.is_zero() && a.nonce == 0 && normalize_code_hash(a.code_hash) == KECCAK_EMPTY
 }
 
 /// One touched account's change, if any. Without creations, destructions

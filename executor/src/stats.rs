@@ -21,9 +21,10 @@ pub enum SequentialReason {
     /// The block is contended: most transactions depend on their
     /// predecessors, so speculation is wasted work. Found among the first
     /// commits (each writing what one of the few before it wrote, or most
-    /// speculative results invalid), the whole block is re-run by the
-    /// sequential executor (`sequential_from` is `None`); found later, the
-    /// rest of the block ran in order.
+    /// speculative results invalid; on lanes, most transactions of the
+    /// first chunks had to run again), the whole block is re-run in order
+    /// (`sequential_from` is `None`); found later by the multi-version
+    /// engine, the rest of the block ran in order.
     Contention,
     /// The executor chooses per block between speculation and in-order
     /// execution, and in-order has recently been faster per gas
@@ -116,6 +117,12 @@ pub struct ExecStats {
     /// building each worker's share of the receipts and change set, and
     /// `merge` joining the shares.
     pub scheduled: bool,
+    /// The block ran on lanes (`occ/relay`): chunks of transactions in
+    /// order on each worker's own journal, corrected once the chunks before
+    /// them were final. Then `conflicts` and `reruns` count the
+    /// transactions executed again, `speculate` is the wall time and
+    /// `validate` the time spent correcting chunks, summed over workers.
+    pub lanes: bool,
     /// See the type's documentation.
     pub speculate: Duration,
     /// See the type's documentation.

@@ -6,35 +6,13 @@
 
 mod common;
 
-use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
+use alloy_primitives::{Address, Bytes, TxKind, U256};
 use common::{gen, *};
-use sluice_executor::{testing::MemState, BlockOutcome, ExecMode, OccExecutor, SequentialReason};
+use sluice_executor::{testing::MemState, ExecMode, OccExecutor, SequentialReason};
 use sluice_messages::PreparedBlock;
 
 fn occ(workers: usize, max_incarnations: u32) -> OccExecutor {
     OccExecutor::new(cfg(), workers, 0, max_incarnations)
-}
-
-/// Panics with the seed and the first difference unless `got` equals
-/// `expected` in everything but the stats.
-fn check_same(label: &str, state: &MemState, expected: &BlockOutcome, got: &BlockOutcome) {
-    let first = |a: usize, b: usize, eq: &dyn Fn(usize) -> bool| (0..a.max(b)).find(|i| !eq(*i));
-    if let Some(i) = first(expected.receipts.len(), got.receipts.len(), &|i| {
-        expected.receipts.get(i) == got.receipts.get(i)
-    }) {
-        panic!(
-            "{label}: receipt {i} differs\n expected {:?}\n      got {:?}",
-            expected.receipts.get(i),
-            got.receipts.get(i)
-        );
-    }
-    assert_eq!(expected.skipped, got.skipped, "{label}: skipped transactions differ");
-    assert_eq!(expected.gas_used, got.gas_used, "{label}: gas used differs");
-    let (e, g) = (&expected.changes.accounts, &got.changes.accounts);
-    if let Some(i) = first(e.len(), g.len(), &|i| e.get(i) == g.get(i)) {
-        panic!("{label}: change {i} differs\n expected {:?}\n      got {:?}", e.get(i), g.get(i));
-    }
-    assert!(after(state, expected) == after(state, got), "{label}: end states differ");
 }
 
 /// What the random blocks exercised, to keep the generator honest.
@@ -138,13 +116,6 @@ fn distinct_transfers(n: u64) -> (MemState, PreparedBlock) {
     (state, block(1, GAS_LIMIT, txs))
 }
 
-fn signer_n(i: u64) -> sluice_txpool::Signer {
-    let mut key = [0u8; 32];
-    key[0] = 0x77;
-    key[24..].copy_from_slice(&i.to_be_bytes());
-    sluice_txpool::Signer::from_bytes(&B256::from(key)).expect("key")
-}
-
 #[test]
 fn independent_transfers_run_in_parallel_without_the_interpreter() {
     let (state, b) = distinct_transfers(200);
@@ -163,16 +134,8 @@ fn independent_transfers_run_in_parallel_without_the_interpreter() {
 
 #[test]
 fn a_fully_contended_block_falls_back_to_in_order_execution() {
-    let mut state = MemState::new();
+    let (state, b) = counter_block(150);
     let counter = Address::repeat_byte(0xc0);
-    state.set_code(counter, counter_runtime());
-    let mut txs = Vec::new();
-    for i in 0..150 {
-        let s = signer_n(i);
-        state.set_account(s.address(), U256::from(ETH), 0);
-        txs.push(eip1559(&s, 0, TxKind::Call(counter), 0, Bytes::new(), 60_000));
-    }
-    let b = block(1, GAS_LIMIT, txs);
     let expected = run(&state, &b);
     assert_eq!(after(&state, &expected).get_storage(&counter, &U256::ZERO), U256::from(150));
     // Every transaction writes what the one before it wrote: recognised

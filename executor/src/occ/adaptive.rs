@@ -9,9 +9,9 @@
 //! cheap contract calls such as ERC-20 transfers (~2.3 us each in order),
 //! where one journal is faster than two workers. The chooser measures
 //! instead of guessing: it keeps a moving average of wall time per unit of
-//! gas for each mode, runs each block in the faster one, and every
-//! `explore_every_blocks` blocks tries the other, so a change of workload
-//! (or of load on the machine) is noticed.
+//! gas for each mode, runs each block in the faster one (in order only
+//! when clearly faster), and every `explore_every_blocks` blocks tries the
+//! other, so a change of workload (or of load on the machine) is noticed.
 
 use std::time::Duration;
 
@@ -35,6 +35,12 @@ impl Mode {
 
 /// Weight of the newest block in each mode's moving average.
 const WEIGHT: f64 = 0.3;
+
+/// How much faster in order must look to be chosen: timings on a shared
+/// machine swing by tens of percent from one block to the next, and a
+/// block run in order leaves a core idle. Without a margin, one unlucky
+/// sample sends the executor in order for `explore_every_blocks` blocks.
+const IN_ORDER_MARGIN: f64 = 1.15;
 
 /// The per-executor choice between the two modes.
 #[derive(Debug, Clone)]
@@ -62,7 +68,7 @@ impl Chooser {
         let best = match self.ns_per_gas {
             [None, _] => return Mode::Parallel,
             [_, None] => return Mode::InOrder,
-            [Some(parallel), Some(in_order)] if parallel <= in_order => Mode::Parallel,
+            [Some(parallel), Some(in_order)] if parallel <= in_order * IN_ORDER_MARGIN => Mode::Parallel,
             _ => Mode::InOrder,
         };
         self.since_explore += 1;
@@ -118,6 +124,15 @@ mod tests {
         let mut chooser = Chooser::new(8);
         let modes = run(&mut chooser, 66, 1_000, 2_000);
         assert_eq!(modes.iter().filter(|m| **m == Mode::InOrder).count(), 1 + 8);
+    }
+
+    #[test]
+    fn in_order_must_be_clearly_faster() {
+        let mut chooser = Chooser::new(8);
+        // In order 10% faster: within the margin, speculation stays.
+        let modes = run(&mut chooser, 20, 1_100, 1_000);
+        assert_eq!(modes[1], Mode::InOrder, "measured once");
+        assert_eq!(modes[2..].iter().filter(|m| **m == Mode::InOrder).count(), 2, "{modes:?}");
     }
 
     #[test]

@@ -348,6 +348,7 @@ pub(crate) fn run(
         reruns: st.reruns,
         max_rerun_depth: st.max_depth,
         scheduled: false,
+        lanes: false,
         fast_transfers: st.fast,
         speculate,
         validate: st.validate_time,

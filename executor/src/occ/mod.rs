@@ -6,7 +6,20 @@
 //! executor is the oracle: where this engine cannot be sure, it runs in
 //! order or hands the block to the sequential executor, never guesses.
 //!
-//! # Design
+//! Three parallel paths, tried in this order:
+//! - blocks of plain value transfers run scheduled by their footprints,
+//!   without the EVM (`scheduled/`);
+//! - with [`OccExecutor::with_lanes`] (the node's default), blocks of
+//!   contract calls run on **lanes** (`relay/`): chunks of 16 transactions,
+//!   each worker running its chunks in order on its own revm journal and
+//!   correcting them once the chunks before are final, one hand-off per
+//!   chunk. On two cores this is the fastest path for cheap contract calls
+//!   (ERC-20 transfers), where handing results between cores per
+//!   transaction costs as much as executing them;
+//! - everything else (creations, self-destructs, or lanes off) runs on the
+//!   **multi-version engine** described below.
+//!
+//! # Design of the multi-version engine
 //!
 //! - **Multi-version memory** (`mv.rs`): per location (an account's balance,
 //!   nonce, code, existence; each storage slot) the value each transaction
@@ -95,9 +108,11 @@ mod cell;
 mod commit;
 mod db;
 mod engine;
+mod fee;
 mod footprint;
 mod merge;
 mod mv;
+mod relay;
 mod scheduled;
 mod small;
 mod threads;
@@ -135,12 +150,15 @@ pub struct OccExecutor {
     /// unless [`OccExecutor::with_adaptive`]).
     chooser: Mutex<Chooser>,
     explore_every_blocks: u32,
+    /// Whether blocks of contract calls run on lanes first.
+    lanes: bool,
 }
 
 impl Clone for OccExecutor {
     fn clone(&self) -> Self {
         Self::new(self.cfg, self.workers.len(), self.min_parallel_txs, self.max_incarnations)
             .with_adaptive(self.explore_every_blocks)
+            .with_lanes(self.lanes)
     }
 }
 
@@ -167,7 +185,19 @@ impl OccExecutor {
             scratch: Mutex::default(),
             chooser: Mutex::new(Chooser::new(0)),
             explore_every_blocks: 0,
+            lanes: false,
         }
+    }
+
+    /// Runs blocks of contract calls on lanes (`occ/relay`: chunks of
+    /// transactions in order on each worker's own journal, one hand-off
+    /// per chunk) before the multi-version engine, which then runs only
+    /// what lanes decline: creations, self-destructs and the like. Lanes
+    /// execute a transaction at most twice, so with `max_incarnations`
+    /// below 2 they are not used.
+    pub fn with_lanes(mut self, lanes: bool) -> Self {
+        self.lanes = lanes;
+        self
     }
 
     /// Lets the executor choose, per block of contract calls, between
@@ -235,6 +265,19 @@ impl OccExecutor {
     /// The block on the multi-version engine, or in order if the engine
     /// gives up on it.
     fn speculate(&self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
+        if self.lanes && self.max_incarnations >= 2 {
+            match relay::run(state, &self.cfg, block, &self.workers)? {
+                Ok(outcome) => return Ok(outcome),
+                Err(SequentialReason::Contention) => {
+                    let mut outcome = self.in_order(state, block)?;
+                    engine::sequential_stats(&mut outcome, SequentialReason::Contention, self.workers.len());
+                    return Ok(outcome);
+                }
+                // Creations, self-destructs...: the multi-version engine
+                // models them.
+                Err(_) => {}
+            }
+        }
         let spare = match lock(&self.spare).take() {
             Some(mut spare) => {
                 spare.mv.reset();

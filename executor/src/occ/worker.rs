@@ -1,16 +1,12 @@
 //! One worker: executes transactions (as plain transfers or on its own,
 //! reused EVM) into [`TxOutcome`]s.
 
-use std::{cell::Cell, marker::PhantomData, sync::atomic::Ordering};
+use std::sync::atomic::Ordering;
 
-use alloy_primitives::{map::AddressSet, U256};
+use alloy_primitives::map::AddressSet;
 use revm::{
-    context::{
-        result::{EVMError, HaltReason, InvalidTransaction},
-        Context, ContextSetters,
-    },
-    context_interface::Transaction as _,
-    handler::{EvmTr, FrameResult, Handler, MainnetContext},
+    context::{result::EVMError, Context, ContextSetters},
+    handler::{Handler, MainnetContext},
     ExecuteEvm, MainBuilder, MainContext, MainnetEvm,
 };
 use sluice_messages::PreparedTx;
@@ -19,43 +15,13 @@ use super::{
     commit::CoinbaseState,
     db::WorkerDb,
     engine::Shared,
+    fee::DeferredFee,
     footprint::{Outcome, TxOutcome, TxResult},
     transfer,
 };
 use crate::{db::DbError, env::tx_env, sequential::receipt};
 
 type WorkerEvm<'s> = MainnetEvm<MainnetContext<WorkerDb<'s>>>;
-
-/// revm's mainnet handler, except that the priority fee is not paid to the
-/// coinbase but kept here, for the commit to credit in block order. Paying
-/// it through the EVM would make every transaction write the coinbase
-/// balance, so every pair of transactions would conflict.
-struct DeferredFee<'s> {
-    fee: Cell<U256>,
-    _evm: PhantomData<fn() -> WorkerDb<'s>>,
-}
-
-impl<'s> Handler for DeferredFee<'s> {
-    type Evm = WorkerEvm<'s>;
-    type Error = EVMError<DbError, InvalidTransaction>;
-    type HaltReason = HaltReason;
-
-    fn reward_beneficiary(
-        &self,
-        evm: &mut Self::Evm,
-        exec_result: &mut FrameResult,
-    ) -> Result<(), Self::Error> {
-        // revm's `post_execution::reward_beneficiary`, without the payment
-        // (London rules: the base fee is burned).
-        let ctx = evm.ctx_ref();
-        let base_fee = u128::from(ctx.block.basefee);
-        let price = ctx.tx.effective_gas_price(base_fee).saturating_sub(base_fee);
-        let gas = exec_result.gas();
-        let used = gas.used().saturating_sub(gas.reservoir());
-        self.fee.set(U256::from(price.saturating_mul(u128::from(used))));
-        Ok(())
-    }
-}
 
 /// A worker thread's executor.
 pub(crate) struct Worker<'s> {
@@ -129,7 +95,7 @@ impl<'s> Worker<'s> {
         db.begin(index);
         db.exact_coinbase = exact_coinbase.cloned();
         evm.ctx.set_tx(env);
-        let mut handler = DeferredFee { fee: Cell::new(U256::ZERO), _evm: PhantomData };
+        let mut handler = DeferredFee::<WorkerEvm<'_>>::new();
         let result = handler.run(evm);
         // Clears the journal whatever happened, as `transact` does.
         let state = evm.finalize();
@@ -143,7 +109,7 @@ impl<'s> Worker<'s> {
             Ok(result) => {
                 out.record_state(state, shared.rules.coinbase);
                 let receipt = receipt(tx, shared.rules.base_fee, 0, 0, result);
-                out.result = TxResult::Applied { receipt, fee: handler.fee.get() };
+                out.result = TxResult::Applied { receipt, fee: handler.fee() };
             }
             Err(EVMError::Database(e)) => return Err(e),
             // Refused before execution (nonce, funds, fee cap...): revm has

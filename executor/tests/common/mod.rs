@@ -183,3 +183,47 @@ pub fn seeds() -> Vec<u64> {
         }
     }
 }
+
+/// Panics with the seed and the first difference unless `got` equals
+/// `expected` in everything but the stats.
+pub fn check_same(label: &str, state: &MemState, expected: &BlockOutcome, got: &BlockOutcome) {
+    let first = |a: usize, b: usize, eq: &dyn Fn(usize) -> bool| (0..a.max(b)).find(|i| !eq(*i));
+    if let Some(i) = first(expected.receipts.len(), got.receipts.len(), &|i| {
+        expected.receipts.get(i) == got.receipts.get(i)
+    }) {
+        panic!(
+            "{label}: receipt {i} differs\n expected {:?}\n      got {:?}",
+            expected.receipts.get(i),
+            got.receipts.get(i)
+        );
+    }
+    assert_eq!(expected.skipped, got.skipped, "{label}: skipped transactions differ");
+    assert_eq!(expected.gas_used, got.gas_used, "{label}: gas used differs");
+    let (e, g) = (&expected.changes.accounts, &got.changes.accounts);
+    if let Some(i) = first(e.len(), g.len(), &|i| e.get(i) == g.get(i)) {
+        panic!("{label}: change {i} differs\n expected {:?}\n      got {:?}", e.get(i), g.get(i));
+    }
+    assert!(after(state, expected) == after(state, got), "{label}: end states differ");
+}
+
+pub fn signer_n(i: u64) -> sluice_txpool::Signer {
+    let mut key = [0u8; 32];
+    key[0] = 0x77;
+    key[24..].copy_from_slice(&i.to_be_bytes());
+    sluice_txpool::Signer::from_bytes(&B256::from(key)).expect("key")
+}
+
+/// `n` transactions from `n` funded senders, each incrementing the
+/// counter at `0xc0..c0`: a dependency chain.
+pub fn counter_block(n: u64) -> (MemState, PreparedBlock) {
+    let mut state = MemState::new();
+    let counter = Address::repeat_byte(0xc0);
+    state.set_code(counter, counter_runtime());
+    let mut txs = Vec::new();
+    for i in 0..n {
+        let s = signer_n(i);
+        state.set_account(s.address(), U256::from(ETH), 0);
+        txs.push(eip1559(&s, 0, TxKind::Call(counter), 0, Bytes::new(), 60_000));
+    }
+    (state, block(1, GAS_LIMIT, txs))
+}

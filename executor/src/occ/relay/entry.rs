@@ -99,7 +99,11 @@ pub(crate) struct Touches {
 }
 
 thread_local! {
-    static TOUCHES: RefCell<Touches> = RefCell::new(Touches::default());
+    // Const-initialised: no lazy-initialisation check on each of the
+    // several notes per transaction.
+    static TOUCHES: RefCell<Touches> = const {
+        RefCell::new(Touches { reads: Vec::new(), writes: Vec::new(), unsupported: false })
+    };
 }
 
 /// Runs `f` on this thread's log.

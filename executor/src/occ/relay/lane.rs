@@ -123,11 +123,8 @@ impl<'a> Lane<'a> {
     /// A lane at block start.
     pub(crate) fn new(state: &'a dyn StateReader, cfg: &ExecConfig, block: &PreparedBlock) -> Self {
         let header = &block.block.header;
-        // Not sized for the block: a lane's tables hold the accounts its
-        // chunks use, which may be far fewer than two per transaction, and
-        // memory reserved and never used still costs a page fault per page
-        // touched, on both cores.
-        let db = LaneDb { start: StartDb::new(state, 0) };
+        // Not sized for the block, as in `journal.rs`.
+        let db = LaneDb { start: StartDb::new(state) };
         let mut evm = Context::<BlockEnv, TxEnv, CfgEnv, LaneDb<'a>, Journal<LaneDb<'a>, Entry>>::new(
             db,
             spec_id(cfg.spec),
@@ -187,9 +184,12 @@ impl<'a> Lane<'a> {
             reads.append(&mut log.reads);
             // A refused transaction was discarded: it wrote nothing.
             if applied {
-                log.writes.sort_unstable();
-                log.writes.dedup();
-                for key in &log.writes {
+                // A handful of keys, often repeated (a balance changed
+                // twice): the first occurrence of each, without sorting.
+                for (i, key) in log.writes.iter().enumerate() {
+                    if log.writes[..i].contains(key) {
+                        continue;
+                    }
                     if let Key::Account(a) = key {
                         touched.insert(*a);
                     }
@@ -274,8 +274,8 @@ impl<'a> Lane<'a> {
         self.set_all(&[(key, val)])
     }
 
-    /// Sets each key to its value, in order; `writes` sorted by key looks
-    /// each account up once for all its slots.
+    /// Sets each key to its value, in order; consecutive slots of one
+    /// account look the account up once.
     pub(crate) fn set_all(&mut self, writes: &[(Key, Val)]) -> Result<(), Stop> {
         let journal = &mut self.evm.ctx.journaled_state;
         let tx_id = journal.inner.transaction_id;

@@ -69,7 +69,8 @@ pub(crate) const CHUNK_TXS: usize = 16;
 /// A chunk, once final.
 #[derive(Debug)]
 struct Final {
-    /// The final value of every key the chunk changed.
+    /// The value of every key the chunk changed, in the order it changed
+    /// them (applied in order, each key ends with its final value).
     writes: Vec<(Key, Val)>,
     /// Built after the chunk is handed on, off the path from one chunk's
     /// correction to the next.
@@ -307,8 +308,9 @@ fn finalize(
         reruns: 0,
         block_reruns: 0,
     };
-    // The chunk's final values: each key's value after the last run that
-    // changed it, and the coinbase's after the last fee.
+    // The chunk's final values: what each run changed, in order (a key
+    // changed twice appears twice; applied in order, the last value wins),
+    // then the coinbase after the last fee.
     let mut changed: Vec<(Key, Val)> = Vec::new();
     let mut receipts = Vec::with_capacity(runs.len());
     for (i, prepared) in txs.iter().enumerate() {
@@ -341,10 +343,6 @@ fn finalize(
     }
     let coinbase = Key::Account(lane.coinbase());
     changed.push((coinbase, lane.value(coinbase)));
-    // Stable: the last write of a key stays last among its equals.
-    changed.sort_by_key(|(k, _)| *k);
-    changed.reverse();
-    changed.dedup_by_key(|(k, _)| *k);
     out.writes = changed;
     out.applied = applied;
     out.gas_used = gas_used;

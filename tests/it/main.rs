@@ -11,6 +11,7 @@ mod backpressure_txpool_full;
 mod cli_and_config;
 mod commit_failure_latches;
 mod connection_limits;
+mod contract_blocks_run_on_lanes;
 mod contract_deploy_and_call;
 mod crash_kill9_loses_nothing;
 mod durable_restart_resumes;

@@ -174,7 +174,10 @@ fn describe() {
     );
     describe_histogram!(EXECUTE_SECONDS, Unit::Seconds, "Time to execute one block");
     describe_histogram!(PREPARE_SECONDS, Unit::Seconds, "Time to prepare one block");
-    describe_counter!(OCC_BLOCKS, "Blocks executed, by mode (parallel, or sequential and why)");
+    describe_counter!(
+        OCC_BLOCKS,
+        "Blocks executed, by mode (parallel, parallel on lanes, or sequential and why)"
+    );
     describe_counter!(OCC_RERUNS, "Re-executions after a failed validation");
     describe_counter!(OCC_CONFLICTS, "Transactions whose speculative result failed validation");
     describe_counter!(OCC_FAST_TRANSFERS, "Transfers executed without the EVM interpreter");

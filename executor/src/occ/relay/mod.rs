@@ -166,7 +166,9 @@ pub(crate) fn run(
     let (mut gas_used, mut reruns) = (0, 0);
     for chunk in shared.chunks.into_vec() {
         let Some(chunk) = chunk.into_inner() else { return Ok(Err(SequentialReason::Unsupported)) };
-        receipts.extend(chunk.receipts.into_inner().unwrap_or_default());
+        // Every lane builds its chunks' receipts before it returns.
+        let Some(built) = chunk.receipts.into_inner() else { return Ok(Err(SequentialReason::Unsupported)) };
+        receipts.extend(built);
         skipped.extend(chunk.skipped);
         gas_used = chunk.gas_used;
         reruns += chunk.reruns;

@@ -108,9 +108,7 @@ pub fn execute_block_one_journal(
     cfg: &ExecConfig,
     block: &PreparedBlock,
 ) -> Result<Option<BlockOutcome>, ExecError> {
-    let sets_code =
-        |tx: &PreparedTx| matches!(tx, PreparedTx::Ready(t) if matches!(t.tx, TxEnvelope::Eip7702(_)));
-    if block.txs.iter().any(sets_code) {
+    if sets_code(block) {
         return Ok(None);
     }
     let header = &block.block.header;
@@ -144,6 +142,12 @@ pub fn execute_block_one_journal(
         return Ok(None);
     };
     Ok(Some(tally.outcome(changes)))
+}
+
+/// Whether the block has an EIP-7702 transaction: a journal kept across
+/// transactions cannot reproduce its refunds (see the module docs).
+pub(crate) fn sets_code(block: &PreparedBlock) -> bool {
+    block.txs.iter().any(|tx| matches!(tx, PreparedTx::Ready(t) if matches!(t.tx, TxEnvelope::Eip7702(_))))
 }
 
 /// The block's change set (as [`crate::sequential`] defines it) from the

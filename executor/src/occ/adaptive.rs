@@ -60,6 +60,11 @@ impl Chooser {
         Chooser { explore_every_blocks, ns_per_gas: [None, None], since_explore: 0 }
     }
 
+    /// Every how many blocks the slower mode is tried (0: off).
+    pub(crate) fn explore_every_blocks(&self) -> u32 {
+        self.explore_every_blocks
+    }
+
     /// The mode the next block runs in.
     pub(crate) fn choose(&mut self) -> Mode {
         if self.explore_every_blocks == 0 {

@@ -149,7 +149,6 @@ pub struct OccExecutor {
     /// Whether blocks of contract calls speculate or run in order (off
     /// unless [`OccExecutor::with_adaptive`]).
     chooser: Mutex<Chooser>,
-    explore_every_blocks: u32,
     /// Whether blocks of contract calls run on lanes first.
     lanes: bool,
 }
@@ -157,7 +156,7 @@ pub struct OccExecutor {
 impl Clone for OccExecutor {
     fn clone(&self) -> Self {
         Self::new(self.cfg, self.workers.len(), self.min_parallel_txs, self.max_incarnations)
-            .with_adaptive(self.explore_every_blocks)
+            .with_adaptive(lock(&self.chooser).explore_every_blocks())
             .with_lanes(self.lanes)
     }
 }
@@ -184,7 +183,6 @@ impl OccExecutor {
             spare: Mutex::new(None),
             scratch: Mutex::default(),
             chooser: Mutex::new(Chooser::new(0)),
-            explore_every_blocks: 0,
             lanes: false,
         }
     }
@@ -206,7 +204,6 @@ impl OccExecutor {
     /// `explore_every_blocks` blocks (0: always speculate, the default).
     /// Both are exact; see `occ/adaptive.rs` for why this is measured.
     pub fn with_adaptive(mut self, explore_every_blocks: u32) -> Self {
-        self.explore_every_blocks = explore_every_blocks;
         self.chooser = Mutex::new(Chooser::new(explore_every_blocks));
         self
     }
@@ -262,8 +259,8 @@ impl OccExecutor {
         Ok(outcome)
     }
 
-    /// The block on the multi-version engine, or in order if the engine
-    /// gives up on it.
+    /// The block on lanes if enabled, else (or if lanes decline it) on the
+    /// multi-version engine; in order if that gives up on it.
     fn speculate(&self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
         if self.lanes && self.max_incarnations >= 2 {
             match relay::run(state, &self.cfg, block, &self.workers)? {

@@ -111,13 +111,19 @@ impl Gate {
             if self.aborted.load(Ordering::Acquire) {
                 return false;
             }
-            spins += 1;
-            if spins < 256 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            spin_then_yield(&mut spins, 256);
         }
         true
+    }
+}
+
+/// One step of a wait: spin the first `spin_limit` times (the other
+/// worker is usually microseconds away), then yield the core.
+pub(crate) fn spin_then_yield(spins: &mut u32, spin_limit: u32) {
+    *spins = spins.saturating_add(1);
+    if *spins < spin_limit {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
     }
 }

@@ -47,15 +47,18 @@ use std::{
     time::{Duration, Instant},
 };
 
-use alloy_consensus::TxEnvelope;
 use alloy_primitives::B256;
 use entry::{Dirty, Key};
 use lane::{gas_limit, Lane, Res, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
 use sluice_store::StateReader;
 
-use super::{mv::lock, threads::Workers};
+use super::{
+    mv::lock,
+    threads::{spin_then_yield, Workers},
+};
 use crate::{
+    journal::sets_code,
     sequential::receipt,
     stats::{ExecMode, ExecStats, SequentialReason},
     BlockOutcome, ExecConfig, ExecError,
@@ -115,9 +118,7 @@ pub(crate) fn run(
     block: &PreparedBlock,
     workers: &Workers,
 ) -> Result<Result<BlockOutcome, SequentialReason>, ExecError> {
-    let sets_code =
-        |tx: &PreparedTx| matches!(tx, PreparedTx::Ready(t) if matches!(t.tx, TxEnvelope::Eip7702(_)));
-    if block.txs.iter().any(sets_code) {
+    if sets_code(block) {
         return Ok(Err(SequentialReason::Unsupported));
     }
     let start = Instant::now();
@@ -266,12 +267,7 @@ fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
         if shared.stop.load(Ordering::Acquire) {
             return None;
         }
-        spins += 1;
-        if spins < 2_000 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+        spin_then_yield(&mut spins, 2_000);
     }
 }
 

@@ -178,7 +178,7 @@ impl<'a> Lane<'a> {
             Err(e) => Res::Refused(e.to_string()),
         };
         let applied = matches!(res, Res::Applied { .. });
-        let state = &self.evm.ctx.journaled_state.inner.state;
+        let state = &mut self.evm.ctx.journaled_state.inner.state;
         let (reads, writes, touched) = (&mut self.reads, &mut self.writes, &mut self.touched);
         let unsupported = entry::with_touches(|log| {
             reads.append(&mut log.reads);
@@ -371,13 +371,17 @@ fn load<'s>(
 }
 
 /// A written key's value before and after the transaction, if it changed.
-fn changed(state: &EvmState, key: Key) -> Option<(Val, Val)> {
+/// (`original_info_mut`, not `original_info`: the latter clones the
+/// account's code, a reference count touched on every call.)
+fn changed(state: &mut EvmState, key: Key) -> Option<(Val, Val)> {
     match key {
         Key::Account(a) => {
-            let account = state.get(&a)?;
-            let before = account.original_info();
-            let before = Val { word: before.balance, nonce: before.nonce };
+            let account = state.get_mut(&a)?;
             let after = Val { word: account.info.balance, nonce: account.info.nonce };
+            // `None` stands for the default info: making it explicit
+            // changes no behaviour of the account.
+            let before = account.original_info_mut();
+            let before = Val { word: before.balance, nonce: before.nonce };
             (before != after).then_some((before, after))
         }
         Key::Slot(a, k) => {

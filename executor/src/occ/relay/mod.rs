@@ -47,7 +47,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use alloy_primitives::B256;
+use alloy_primitives::{B256, U256};
 use entry::{Dirty, Key};
 use lane::{gas_limit, Lane, Res, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
@@ -311,10 +311,19 @@ fn finalize(
     // then the coinbase after the last fee.
     let mut changed: Vec<(Key, Val)> = Vec::new();
     let mut receipts = Vec::with_capacity(runs.len());
+    // Fees owed the coinbase and not credited yet. Only a run executed
+    // again here can read its balance (the coinbase is dirty: every run
+    // that read it is executed again), so they are credited before such a
+    // run and at the end, not one lookup per transaction.
+    let mut fees: Option<U256> = None;
     for (i, prepared) in txs.iter().enumerate() {
         if first.is_some_and(|first| i >= first) {
             if lane.read_any(&runs[i], &dirty) {
                 lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
+                // It may read the coinbase: every earlier fee first.
+                if let Some(fee) = fees.take() {
+                    lane.credit(fee)?;
+                }
                 runs[i] = lane.execute(prepared)?;
                 lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
                 out.reruns += 1;
@@ -333,11 +342,14 @@ fn finalize(
                 gas_used = gas_used.saturating_add(result.tx_gas_used());
                 receipts.push((i, applied, gas_used, result));
                 applied += 1;
-                lane.credit(fee)?;
+                fees = Some(fees.unwrap_or_default().saturating_add(fee));
             }
             (_, Res::Refused(reason) | Res::Static(reason)) => out.skipped.push((prepared.hash(), reason)),
             (PreparedTx::Invalid { .. }, Res::Applied { .. }) => return Err(Stop::Decline),
         }
+    }
+    if let Some(fee) = fees.take() {
+        lane.credit(fee)?;
     }
     let coinbase = Key::Account(lane.coinbase());
     changed.push((coinbase, lane.value(coinbase)));

@@ -137,6 +137,13 @@ pub(super) fn schedule(
 ) -> Option<Schedule> {
     let workers = threads.len();
     let n = block.txs.len();
+    // A block of contract calls fails on its first transaction: find out
+    // before waking the threads and sizing their plans for the block.
+    match block.txs.first() {
+        None => {}
+        Some(PreparedTx::Ready(tx)) if transfer::plan(rules, tx).is_some() => {}
+        Some(_) => return None,
+    }
     let parts: Vec<OnceLock<Option<Part>>> = (0..workers).map(|_| OnceLock::new()).collect();
     let edges = threads.together(|w, gate| {
         let _ = parts[w].set(plan_part(rules, block, w, workers));

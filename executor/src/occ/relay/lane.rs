@@ -20,7 +20,7 @@ use super::entry::{self, Dirty, Entry, Key};
 use crate::{
     db::DbError,
     env::{block_env, cfg_env, spec_id, tx_env},
-    journal::{change_set, StartDb},
+    journal::{change_set, StartDb, Tables},
     occ::fee::DeferredFee,
     ExecConfig, ExecError,
 };
@@ -123,8 +123,9 @@ impl<'a> Lane<'a> {
     /// A lane at block start.
     pub(crate) fn new(state: &'a dyn StateReader, cfg: &ExecConfig, block: &PreparedBlock) -> Self {
         let header = &block.block.header;
-        // Not sized for the block, as in `journal.rs`.
-        let db = LaneDb { start: StartDb::new(state) };
+        // Not sized for the block; the thread's kept tables, as in `journal.rs`.
+        let tables = crate::journal::take_tables();
+        let db = LaneDb { start: StartDb::with_tables(state, tables.start) };
         let mut evm = Context::<BlockEnv, TxEnv, CfgEnv, LaneDb<'a>, Journal<LaneDb<'a>, Entry>>::new(
             db,
             spec_id(cfg.spec),
@@ -133,6 +134,7 @@ impl<'a> Lane<'a> {
         .with_cfg(cfg_env(cfg))
         .build_mainnet();
         crate::keccak::install(&mut evm.instruction);
+        evm.ctx.journaled_state.inner.state = tables.state;
         Lane {
             evm,
             coinbase: header.coinbase,
@@ -140,6 +142,15 @@ impl<'a> Lane<'a> {
             writes: Vec::new(),
             touched: AddressSet::default(),
         }
+    }
+
+    /// Hands the lane's tables to this thread's next journal.
+    pub(crate) fn keep_tables(self) {
+        let journal = self.evm.ctx.journaled_state;
+        crate::journal::keep_tables(Tables {
+            state: journal.inner.state,
+            start: journal.database.start.into_tables(),
+        });
     }
 
     /// Forgets the logs of the runs of the last chunk.

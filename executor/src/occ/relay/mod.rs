@@ -254,6 +254,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
             Err(e) => return Err(Stop::Failed(e)),
         }
     }
+    lane.keep_tables();
     Ok(())
 }
 

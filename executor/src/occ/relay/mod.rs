@@ -6,8 +6,9 @@
 //! and on this project's 2-core machines that costs about as much as a
 //! cheap contract call (~1 us): two workers lost to one journal on ERC-20
 //! transfers. Here the unit of hand-off is a chunk of [`CHUNK_TXS`]
-//! transactions. Chunk `k` belongs to worker `k mod n`, which keeps a revm
-//! journal across its chunks as its replica of the block state:
+//! transactions (with two workers, a chunk's end is fixed as the block
+//! runs: `bounds.rs`). Chunk `k` belongs to worker `k mod n`, which keeps a
+//! revm journal across its chunks as its replica of the block state:
 //!
 //! 1. **Speculate**: run chunk `k` in order on the replica. The replica
 //!    lacks the `n - 1` chunks before `k` (other workers are running them),
@@ -35,6 +36,7 @@
 //! accounts empty at block start; and a transaction over the block's gas
 //! left.
 
+mod bounds;
 mod entry;
 mod lane;
 
@@ -48,6 +50,7 @@ use std::{
 };
 
 use alloy_primitives::{B256, U256};
+use bounds::Bounds;
 use entry::{Dirty, Key};
 use lane::{gas_limit, Lane, Res, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
@@ -97,6 +100,7 @@ struct Shared<'a> {
     cfg: &'a ExecConfig,
     block: &'a PreparedBlock,
     chunks: Box<[OnceLock<Final>]>,
+    bounds: Bounds,
     /// A worker declined the block or failed: everyone stops.
     stop: AtomicBool,
     /// Why, if declined.
@@ -123,11 +127,12 @@ pub(crate) fn run(
     }
     let start = Instant::now();
     let n = workers.len();
-    let chunks = block.txs.len().div_ceil(CHUNK_TXS);
+    let bounds = Bounds::new(block.txs.len(), n);
     let shared = Shared {
         cfg,
         block,
-        chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
+        chunks: (0..bounds.len()).map(|_| OnceLock::new()).collect(),
+        bounds,
         stop: AtomicBool::new(false),
         declined: Mutex::new(None),
         error: Mutex::new(None),
@@ -165,8 +170,9 @@ pub(crate) fn run(
     let mut receipts = Vec::with_capacity(block.txs.len());
     let mut skipped = Vec::new();
     let (mut gas_used, mut reruns) = (0, 0);
+    // The chunks that were used; the slots after them stay empty.
     for chunk in shared.chunks.into_vec() {
-        let Some(chunk) = chunk.into_inner() else { return Ok(Err(SequentialReason::Unsupported)) };
+        let Some(chunk) = chunk.into_inner() else { break };
         // Every lane builds its chunks' receipts before it returns.
         let Some(built) = chunk.receipts.into_inner() else { return Ok(Err(SequentialReason::Unsupported)) };
         receipts.extend(built);
@@ -202,20 +208,36 @@ const CONTENTION_CHUNKS: usize = 4;
 /// One worker: its chunks, in order.
 fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -> Result<(), Stop> {
     let txs = &shared.block.txs;
-    let chunks = shared.chunks.len();
+    let bounds = &shared.bounds;
     let header = &shared.block.block.header;
     let mut lane = Lane::new(state, shared.cfg, shared.block);
     let mut runs = Vec::with_capacity(CHUNK_TXS);
-    for k in (w..chunks).step_by(n) {
-        let range = k * CHUNK_TXS..((k + 1) * CHUNK_TXS).min(txs.len());
+    let mut last = false;
+    let mut k = w;
+    while k < bounds.len() {
+        let start = match k {
+            0 => 0,
+            _ => match bounds.wait_end(k - 1, &shared.stop) {
+                Some(start) => start,
+                None => return Ok(()),
+            },
+        };
+        if start >= txs.len() {
+            // No chunk `k`: the worker of chunk `k + 1` learns it here.
+            bounds.close(k, start);
+            break;
+        }
         lane.clear_logs();
         runs.clear();
-        for prepared in &txs[range.clone()] {
-            runs.push(lane.execute(prepared)?);
+        let mut x = start;
+        while bounds.holds(k, start, x, txs.len()) {
+            runs.push(lane.execute(&txs[x])?);
+            x += 1;
             if shared.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
         }
+        let range = start..x;
         let mut before = Vec::with_capacity(n);
         for j in k.saturating_sub(n - 1)..k {
             match wait(shared, j) {
@@ -233,6 +255,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
             return Err(Stop::Contended);
         }
         let _ = shared.chunks[k].set(chunk);
+        bounds.ask_end(k + 1);
         let receipts = applied
             .into_iter()
             .filter_map(|(i, index, cumulative, result)| match &txs[range.start + i] {
@@ -243,11 +266,14 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
         if let Some(chunk) = shared.chunks[k].get() {
             let _ = chunk.receipts.set(receipts);
         }
+        last = range.end == txs.len();
+        k += n;
     }
     if lane.touched_empty() {
         return Err(Stop::Decline);
     }
-    if chunks > 0 && (chunks - 1) % n == w {
+    // The last chunk's worker holds the block's end state.
+    if last {
         match lane.change_set() {
             Ok(Some(changes)) => *lock(&shared.changes) = Some(changes),
             Ok(None) => return Err(Stop::Decline),

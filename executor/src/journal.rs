@@ -62,11 +62,10 @@ impl<'a> StartDb<'a> {
         self.accounts.get(address).is_some_and(|a| a.is_some_and(|a| is_empty(&a)))
     }
 
-    /// Serving `state`, remembering what it serves in `tables` (emptied):
-    /// tables kept from an earlier block keep their capacity.
-    pub(crate) fn with_tables(state: &'a dyn StateReader, mut tables: StartTables) -> Self {
-        tables.accounts.clear();
-        tables.slots.clear();
+    /// Serving `state`, remembering what it serves in `tables` (empty, as
+    /// [`take_tables`] gives them: kept from an earlier block, they keep
+    /// their capacity).
+    pub(crate) fn with_tables(state: &'a dyn StateReader, tables: StartTables) -> Self {
         StartDb {
             db: StateDb::new(state),
             accounts: tables.accounts,

@@ -180,6 +180,11 @@ pub(crate) fn run(
         gas_used = chunk.gas_used;
         reruns += chunk.reruns;
     }
+    // Every transaction has a receipt or was skipped, or (a bug) the
+    // chunks did not cover the block: it runs another way.
+    if receipts.len() + skipped.len() != block.txs.len() {
+        return Ok(Err(SequentialReason::Unsupported));
+    }
     let stats = ExecStats {
         mode: ExecMode::Parallel,
         workers: n as u32,

@@ -1,0 +1,202 @@
+//! The sections of [`crate::Config`], one struct each, as they appear in
+//! `config/default.toml`.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use alloy_primitives::Address;
+use serde::{Deserialize, Serialize};
+
+use crate::Spec;
+
+/// Fault injection: failpoints and the `debug_` namespace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsConfig {
+    /// Failpoints armed at start: `site=action[*K]` entries separated by
+    /// `;` (see FAULTS.md); empty for none.
+    pub failpoints: String,
+    /// Serve the `debug_` JSON-RPC namespace (failpoints at run time);
+    /// only allowed with a loopback `rpc.addr`.
+    pub debug_rpc: bool,
+}
+
+/// Panic containment and escalation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionConfig {
+    /// Failures of one actor tolerated within `window_ms`; one more halts
+    /// the node.
+    pub max_failures: u32,
+    /// The window failures are counted over.
+    pub window_ms: u64,
+    /// A stage on its own thread waits n times this before its n-th retry.
+    pub retry_backoff_ms: u64,
+}
+
+/// Chain parameters and genesis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainConfig {
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// EVM rules.
+    pub spec: Spec,
+    /// Receives priority fees.
+    pub coinbase: Address,
+    /// Constant base fee per gas, in wei.
+    pub base_fee_wei: u64,
+    /// Gas per block.
+    pub block_gas_limit: u64,
+    /// Optional geth-style genesis JSON; empty for none.
+    pub genesis_file: PathBuf,
+    /// Number of dev accounts derived from `mnemonic` and funded.
+    pub dev_accounts: u32,
+    /// Balance of each dev account, in ether.
+    pub dev_balance_eth: u64,
+    /// BIP-39 mnemonic of the dev accounts.
+    pub mnemonic: String,
+}
+
+/// JSON-RPC server limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RpcConfig {
+    /// Listen address.
+    pub addr: SocketAddr,
+    /// HTTP worker threads.
+    pub workers: usize,
+    /// Largest request body.
+    pub max_request_body_bytes: usize,
+    /// Most calls per batch.
+    pub max_batch_len: usize,
+    /// Largest response body.
+    pub max_response_bytes: usize,
+    /// Concurrent connections per worker.
+    pub max_connections_per_worker: usize,
+    /// Keep-alive timeout.
+    pub keep_alive_ms: u64,
+    /// Time allowed for a client to send its request head.
+    pub client_request_timeout_ms: u64,
+    /// Widest `eth_getLogs` block range.
+    pub max_logs_block_range: u64,
+    /// Most logs per `eth_getLogs` answer.
+    pub max_logs_results: usize,
+    /// Most blocks per `eth_feeHistory` answer.
+    pub max_fee_history_blocks: u64,
+    /// Open WebSocket connections, across workers; a handshake past it is
+    /// answered HTTP 503.
+    pub ws_max_connections: usize,
+    /// Live `eth_subscribe` subscriptions on one WebSocket connection.
+    pub ws_max_subscriptions_per_connection: usize,
+    /// A subscriber this many committed blocks behind the head is dropped
+    /// (a slow consumer is disconnected, never buffered for).
+    pub ws_max_lag_blocks: u64,
+    /// A WebSocket message (reply or notification) that cannot be queued to
+    /// the socket within this time drops the connection.
+    pub ws_send_timeout_ms: u64,
+    /// The node pings each WebSocket this often; a peer that sent nothing
+    /// (not even a pong) for a whole interval is dropped.
+    pub ws_ping_interval_ms: u64,
+    /// Installed polling filters (`eth_newFilter` and the rest), across
+    /// clients; past it: -32005.
+    pub max_filters: usize,
+    /// A filter not polled with `eth_getFilterChanges` for this long is
+    /// removed (geth: 5 minutes).
+    pub filter_timeout_ms: u64,
+}
+
+/// Prometheus exporter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Listen address of `/metrics`.
+    pub addr: SocketAddr,
+}
+
+/// Mempool limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MempoolConfig {
+    /// Number of shards.
+    pub shards: usize,
+    /// Transactions waiting, across shards.
+    pub max_txs: usize,
+    /// Raw bytes waiting, across shards.
+    pub max_bytes: usize,
+    /// Transactions of one sender admitted but not executed.
+    pub max_txs_per_sender: u32,
+    /// Largest raw transaction.
+    pub max_tx_size_bytes: usize,
+}
+
+/// Block production.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProducerConfig {
+    /// Longest wait before sealing a non-empty block.
+    pub block_time_ms: u64,
+    /// Most transactions per block.
+    pub max_block_txs: usize,
+    /// Most raw bytes per block.
+    pub max_block_bytes: usize,
+    /// A block is sealed, empty if nothing waits, when none was sealed for
+    /// this long; 0: never (the chain moves only with transactions).
+    pub idle_block_interval_ms: u64,
+}
+
+/// Mailboxes and workers between stages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Nonce reservation mailbox.
+    pub admission_mailbox_msgs: usize,
+    /// Each mempool shard's mailbox.
+    pub shard_mailbox_msgs: usize,
+    /// Block producer mailbox.
+    pub producer_mailbox_msgs: usize,
+    /// Sealed blocks waiting for preparation.
+    pub prepare_mailbox_blocks: usize,
+    /// Prepared blocks waiting for execution.
+    pub prepare_ahead_blocks: usize,
+    /// Executed blocks waiting for commit.
+    pub commit_mailbox_blocks: usize,
+    /// Hashing and recovery threads.
+    pub prepare_workers: usize,
+    /// Threads checking submitted transactions and recovering their
+    /// senders (admission's recovery stage).
+    pub recovery_workers: usize,
+    /// Submitted transactions waiting for recovery; past it submissions are
+    /// answered `txpool is full`.
+    pub recovery_queue_txs: usize,
+    /// Prepared-transaction cache entries.
+    pub prepared_cache_txs: usize,
+    /// Parallel executor worker threads.
+    pub execute_workers: usize,
+    /// Smallest block executed in parallel.
+    pub occ_min_block_txs: usize,
+    /// Incarnations before a block falls back to sequential execution.
+    pub occ_max_incarnations: u32,
+    /// With 2+ workers, blocks of contract calls run speculatively or in
+    /// order, whichever was faster per gas recently; every this many blocks
+    /// the other is tried. 0: always speculate.
+    pub occ_explore_every_blocks: u32,
+    /// Blocks of contract calls run on lanes (chunks in order on each
+    /// worker's journal) before the multi-version engine.
+    pub occ_lanes: bool,
+}
+
+/// Chain data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Sync every Nth block (1 = every block).
+    pub sync_every_blocks: u32,
+    /// Recent blocks kept in memory.
+    pub cache_blocks: usize,
+    /// The database's own page cache (redb's default is 1 GiB).
+    pub db_cache_bytes: usize,
+    /// Fault injection: the commit of this height fails (0 = never).
+    pub inject_commit_failure_at_height: u64,
+}

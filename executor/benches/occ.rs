@@ -326,7 +326,10 @@ fn revm_run_after(
 
 /// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the OCC executor (with
 /// lanes, not adaptive), in a loop, for a profiler; `<workers>` may also be `seq` (the oracle),
-/// `journal`, `revm`, or `ceiling` (print the two-worker ceiling).
+/// `journal`, `revm`, `ceiling` (print the two-worker ceiling), or `pair`:
+/// the one journal and the 2-worker OCC executor alternating block by block,
+/// medians and their ratio. On a noisy machine whole-process timings swing
+/// by a third within a minute; a ratio taken block by block holds.
 fn profile(spec: &str, workloads: &[Workload]) {
     let (name, workers) = spec.split_once(':').unwrap();
     let (_, make) = workloads.iter().find(|(n, _)| n.contains(name)).unwrap();
@@ -339,6 +342,26 @@ fn profile(spec: &str, workloads: &[Workload]) {
             assert!(execute_block_one_journal(&w.mem, &cfg(), &b).unwrap().unwrap().skipped.is_empty());
         }
         println!("{spec}: {:.2} ms per block", start.elapsed().as_secs_f64() * 1e3 / f64::from(runs));
+        return;
+    }
+    if workers == "pair" {
+        let exec = OccExecutor::new(cfg(), 2, 64, 10).with_lanes(true);
+        let (mut journal, mut occ) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let start = Instant::now();
+            let out = execute_block_one_journal(&w.mem, &cfg(), &b).unwrap().unwrap();
+            journal.push(start.elapsed());
+            assert!(out.skipped.is_empty() && out.receipts.iter().all(|r| r.success));
+            let start = Instant::now();
+            let out = exec.execute_block(&w.mem, &b).unwrap();
+            occ.push(start.elapsed());
+            assert!(out.skipped.is_empty() && out.receipts.iter().all(|r| r.success));
+        }
+        let (j, o) = (median(journal), median(occ));
+        println!(
+            "{spec}: one journal {j:.2} ms, OCC 2 workers {o:.2} ms per block; journal / OCC {:.3}",
+            j / o
+        );
         return;
     }
     if workers == "revm" {

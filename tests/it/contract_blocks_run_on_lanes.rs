@@ -24,8 +24,8 @@ fn conflicting_contract_calls_on_lanes_count_every_transaction() {
     assert_eq!(r["status"], "0x1", "deploy receipt {r}");
     let counter: Address = r["contractAddress"].as_str().unwrap().parse().unwrap();
 
-    // 4 senders x 12 nonces: 48 increments in one batch, three chunks
-    // (lanes judge a block contended only after four).
+    // 4 senders x 12 nonces: 48 increments in one batch (lanes judge a
+    // block contended only after 64 transactions).
     let mut batch = Vec::new();
     for s in 0..4 {
         let signer = dev(s);

@@ -207,8 +207,10 @@ impl Shared<'_> {
     }
 }
 
-/// Chunks finalized before a block may be found contended.
-const CONTENTION_CHUNKS: usize = 4;
+/// Transactions finalized before a block may be found contended (counted
+/// in transactions, not chunks: with two workers chunk lengths depend on
+/// timing, and whether a block runs on lanes should not).
+const CONTENTION_TXS: usize = 4 * CHUNK_TXS;
 
 /// One worker: its chunks, in order.
 fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -> Result<(), Stop> {
@@ -256,7 +258,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
         // A dependency chain (a counter every transaction increments):
         // every chunk re-runs from its first transaction on, twice the
         // work of running in order.
-        if k + 1 >= CONTENTION_CHUNKS && chunk.block_reruns as usize * 2 > range.end {
+        if range.end >= CONTENTION_TXS && chunk.block_reruns as usize * 2 > range.end {
             return Err(Stop::Contended);
         }
         let _ = shared.chunks[k].set(chunk);

@@ -127,3 +127,22 @@ pub(crate) fn spin_then_yield(spins: &mut u32, spin_limit: u32) {
         std::thread::yield_now();
     }
 }
+
+/// Waits until `ready` gives a value (spinning `spin_limit` times, then
+/// yielding), or `None` once `stop` is set.
+pub(crate) fn wait_until<T>(
+    stop: &AtomicBool,
+    spin_limit: u32,
+    mut ready: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let mut spins = 0u32;
+    loop {
+        if let Some(value) = ready() {
+            return Some(value);
+        }
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        spin_then_yield(&mut spins, spin_limit);
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::{spin_then_yield, CHUNK_TXS};
+use super::{wait_until, CHUNK_TXS};
 
 /// Where chunks end: `ends[k]` is chunk `k`'s end, [`OPEN`] until fixed;
 /// chunk `k` starts where chunk `k - 1` ends.
@@ -82,17 +82,7 @@ impl Bounds {
 
     /// Chunk `k`'s end, once fixed (`None` if the block was given up).
     pub(super) fn wait_end(&self, k: usize, stop: &AtomicBool) -> Option<usize> {
-        let mut spins = 0u32;
-        loop {
-            let end = self.ends[k].load(Ordering::Acquire);
-            if end != OPEN {
-                return Some(end);
-            }
-            if stop.load(Ordering::Acquire) {
-                return None;
-            }
-            spin_then_yield(&mut spins, 2_000);
-        }
+        wait_until(stop, 2_000, || Some(self.ends[k].load(Ordering::Acquire)).filter(|end| *end != OPEN))
     }
 
     /// Whether chunk `k`, speculated up to `x` (from `start`), holds

@@ -58,7 +58,7 @@ use sluice_store::StateReader;
 
 use super::{
     mv::lock,
-    threads::{spin_then_yield, Workers},
+    threads::{wait_until, Workers},
 };
 use crate::{
     journal::sets_code,
@@ -293,16 +293,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
 
 /// Chunk `j` once final, or `None` if the block was given up.
 fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
-    let mut spins = 0u32;
-    loop {
-        if let Some(chunk) = shared.chunks[j].get() {
-            return Some(chunk);
-        }
-        if shared.stop.load(Ordering::Acquire) {
-            return None;
-        }
-        spin_then_yield(&mut spins, 2_000);
-    }
+    wait_until(&shared.stop, 2_000, || shared.chunks[j].get())
 }
 
 /// Step 3 of the module documentation: makes `runs` (the chunk `txs`,

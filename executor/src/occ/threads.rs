@@ -106,20 +106,16 @@ impl Gate {
     /// for the second...); `false` if a call panicked meanwhile.
     pub(crate) fn wait(&self, phase: usize) -> bool {
         self.arrived.fetch_add(1, Ordering::AcqRel);
-        let mut spins = 0u32;
-        while self.arrived.load(Ordering::Acquire) < self.n * phase {
-            if self.aborted.load(Ordering::Acquire) {
-                return false;
-            }
-            spin_then_yield(&mut spins, 256);
-        }
-        true
+        wait_until(&self.aborted, 256, || {
+            (self.arrived.load(Ordering::Acquire) >= self.n * phase).then_some(())
+        })
+        .is_some()
     }
 }
 
 /// One step of a wait: spin the first `spin_limit` times (the other
 /// worker is usually microseconds away), then yield the core.
-pub(crate) fn spin_then_yield(spins: &mut u32, spin_limit: u32) {
+fn spin_then_yield(spins: &mut u32, spin_limit: u32) {
     *spins = spins.saturating_add(1);
     if *spins < spin_limit {
         std::hint::spin_loop();

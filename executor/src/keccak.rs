@@ -9,7 +9,7 @@
 //! So the executors' EVMs (the oracle's excepted, which stays plain revm)
 //! replace the instruction with one that remembers the last hashes of
 //! 64-byte inputs per thread. The memo is exact (the whole preimage is
-//! compared) and bounded: [`MEMO_ENTRIES`] entries, ~400 KiB per thread.
+//! compared) and bounded: [`MEMO_ENTRIES`] entries, ~770 KiB per thread.
 
 use std::cell::RefCell;
 
@@ -24,20 +24,29 @@ use revm::{
     },
 };
 
-/// Entries in each thread's memo: enough for the distinct slots of a few
-/// thousand holders, small enough to stay in a core's L2 cache.
-pub const MEMO_ENTRIES: usize = 4096;
+/// Entries in each thread's memo, in sets of [`WAYS`]: enough for the
+/// distinct slots of a few thousand holders (~770 KiB, within a core's L2
+/// cache).
+pub const MEMO_ENTRIES: usize = 8192;
 
-/// One remembered preimage and its hash.
+/// Entries per set. With one (direct-mapped), two hot preimages that hash
+/// to the same entry evict each other on every use: among 1,000 holders
+/// ~20% of them share an entry and ~10% of lookups missed. Two ways, the
+/// most recent first, measured 4-7% faster on ERC-20 blocks.
+const WAYS: usize = 2;
+
+/// Sets in the memo (a power of two).
+const SETS: usize = MEMO_ENTRIES / WAYS;
+const _: () = assert!(SETS.is_power_of_two());
+
+/// A set of remembered preimages and their hashes, the most recently used
+/// first. An all-zero hash marks an empty way (a preimage that hashes to
+/// zero is simply never remembered).
 #[derive(Clone, Copy)]
-struct Entry {
-    preimage: [u8; 64],
-    hash: B256,
-    valid: bool,
-}
+struct Set([([u8; 64], B256); WAYS]);
 
 thread_local! {
-    static MEMO: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+    static MEMO: RefCell<Vec<Set>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Where `preimage` may be remembered: a multiplicative hash of its words
@@ -49,7 +58,8 @@ fn index(preimage: &[u8; 64]) -> usize {
         w.copy_from_slice(word);
         h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
-    (h >> 52) as usize % MEMO_ENTRIES
+    // The top bits are the best mixed; the sets are a power of two.
+    (h >> (64 - SETS.trailing_zeros())) as usize
 }
 
 /// `keccak256(preimage)`, from this thread's memo when it was recently
@@ -60,14 +70,17 @@ pub fn keccak256_64(preimage: &[u8; 64]) -> B256 {
             return keccak256(preimage);
         };
         if memo.is_empty() {
-            memo.resize(MEMO_ENTRIES, Entry { preimage: [0; 64], hash: B256::ZERO, valid: false });
+            memo.resize(SETS, Set([([0; 64], B256::ZERO); WAYS]));
         }
-        let entry = &mut memo[index(preimage)];
-        if entry.valid && entry.preimage == *preimage {
-            return entry.hash;
+        let Set(ways) = &mut memo[index(preimage)];
+        if let Some(way) = ways.iter().position(|(p, hash)| *hash != B256::ZERO && p == preimage) {
+            let hash = ways[way].1;
+            ways[..=way].rotate_right(1);
+            return hash;
         }
         let hash = keccak256(preimage);
-        *entry = Entry { preimage: *preimage, hash, valid: true };
+        ways.rotate_right(1);
+        ways[0] = (*preimage, hash);
         hash
     })
 }

@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use alloy_consensus::Transaction as _;
-use alloy_primitives::{map::AddressSet, Address, U256};
+use alloy_primitives::{Address, U256};
 use revm::{
     context::{result::EVMError, BlockEnv, CfgEnv, Context, ContextSetters, Journal, TxEnv},
     context_interface::result::ExecutionResult,
@@ -111,12 +111,6 @@ pub(crate) struct Lane<'a> {
     /// Digests of the keys runs read.
     reads: Vec<u64>,
     writes: Vec<(Key, Val, Val)>,
-    /// Every account any run on this lane touched or changed. revm touches
-    /// an account once per journal (it notes nothing when the flag is
-    /// already set), so what each run touched cannot be told apart; but
-    /// the union over all runs on all lanes holds every account the block
-    /// touches, which is what EIP-161's deletions need.
-    touched: AddressSet,
 }
 
 impl<'a> Lane<'a> {
@@ -135,13 +129,7 @@ impl<'a> Lane<'a> {
         .build_mainnet();
         crate::keccak::install(&mut evm.instruction);
         evm.ctx.journaled_state.inner.state = tables.state;
-        Lane {
-            evm,
-            coinbase: header.coinbase,
-            reads: Vec::new(),
-            writes: Vec::new(),
-            touched: AddressSet::default(),
-        }
+        Lane { evm, coinbase: header.coinbase, reads: Vec::new(), writes: Vec::new() }
     }
 
     /// Hands the lane's tables to this thread's next journal.
@@ -157,6 +145,11 @@ impl<'a> Lane<'a> {
     pub(crate) fn clear_logs(&mut self) {
         self.reads.clear();
         self.writes.clear();
+    }
+
+    /// How many values the runs since [`Lane::clear_logs`] changed.
+    pub(crate) fn writes_len(&self) -> usize {
+        self.writes.len()
     }
 
     /// Executes `prepared` as the next transaction on the lane's state.
@@ -190,7 +183,7 @@ impl<'a> Lane<'a> {
         };
         let applied = matches!(res, Res::Applied { .. });
         let state = &mut self.evm.ctx.journaled_state.inner.state;
-        let (reads, writes, touched) = (&mut self.reads, &mut self.writes, &mut self.touched);
+        let (reads, writes) = (&mut self.reads, &mut self.writes);
         let unsupported = entry::with_touches(|log| {
             reads.append(&mut log.reads);
             // A refused transaction was discarded: it wrote nothing.
@@ -200,9 +193,6 @@ impl<'a> Lane<'a> {
                 for (i, key) in log.writes.iter().enumerate() {
                     if log.writes[..i].contains(key) {
                         continue;
-                    }
-                    if let Key::Account(a) = key {
-                        touched.insert(*a);
                     }
                     if let Some((before, after)) = changed(state, *key) {
                         writes.push((*key, before, after));
@@ -341,9 +331,18 @@ impl<'a> Lane<'a> {
 
     /// Whether an account this lane saw touched existed empty at block
     /// start: EIP-161 deletes it mid-block, which a journal does not.
+    ///
+    /// The journal's touched flags are the record: revm never clears them
+    /// between transactions (a transaction refused, or a frame reverted,
+    /// takes back only the touches it made itself), and correcting a chunk
+    /// touches every account it sets. So every account a run on this lane
+    /// touched, even one whose run was later undone, is flagged; and over
+    /// all lanes, that is every account the block touches, which is what
+    /// EIP-161's deletions need.
     pub(crate) fn touched_empty(&self) -> bool {
-        let start = &self.evm.ctx.journaled_state.database.start;
-        self.touched.iter().any(|a| start.served_empty(a))
+        let journal = &self.evm.ctx.journaled_state;
+        let start = &journal.database.start;
+        journal.inner.state.iter().any(|(a, account)| account.is_touched() && start.served_empty(a))
     }
 
     /// The block's change set, from this lane's state: call once every

@@ -334,7 +334,10 @@ fn finalize(
     // The chunk's final values: what each run changed, in order (a key
     // changed twice appears twice; applied in order, the last value wins),
     // then the coinbase after the last fee.
-    let mut changed: Vec<(Key, Val)> = Vec::new();
+    // Sized for what the runs wrote as speculated, and the coinbase: a
+    // chunk's values are ~50 entries of ~100 bytes, copied again each time
+    // the vector grew.
+    let mut changed: Vec<(Key, Val)> = Vec::with_capacity(lane.writes_len() + 1);
     let mut receipts = Vec::with_capacity(runs.len());
     // Fees owed the coinbase and not credited yet. Only a run executed
     // again here can read its balance (the coinbase is dirty: every run

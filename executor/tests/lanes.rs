@@ -12,6 +12,17 @@ use common::{erc20, gen, *};
 use sluice_executor::{testing::MemState, ExecMode, OccExecutor, SequentialReason};
 use sluice_messages::PreparedBlock;
 
+/// Held by each test here: whether a block is found contended, and how
+/// many of its transactions run again, depend on how the workers'
+/// threads are scheduled. With the tests of this file running at once,
+/// there are more worker threads than cores, and a worker descheduled
+/// mid-chunk turns a block's timing (not its results) upside down.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn lanes(workers: usize) -> OccExecutor {
     OccExecutor::new(cfg(), workers, 0, 10).with_lanes(true)
 }
@@ -37,6 +48,7 @@ fn check(label: &str, state: &MemState, block: &PreparedBlock, execs: &[OccExecu
 
 #[test]
 fn random_blocks_on_lanes_match_sequential() {
+    let _serial = one_at_a_time();
     let execs: Vec<OccExecutor> = [2, 3, 8].into_iter().map(lanes).collect();
     let (mut mixed, mut plain) = (Coverage::default(), Coverage::default());
     for seed in seeds() {
@@ -62,6 +74,7 @@ fn random_blocks_on_lanes_match_sequential() {
 
 #[test]
 fn erc20_transfers_among_holders_conflict_and_match_sequential() {
+    let _serial = one_at_a_time();
     // 300 holders, 600 transfers: chunks often read what the chunks
     // before them changed, short of contention.
     const HOLDERS: u64 = 300;
@@ -95,14 +108,28 @@ fn erc20_transfers_among_holders_conflict_and_match_sequential() {
     let expected = run(&state, &b);
     assert!(expected.receipts.iter().all(|r| r.success));
     for workers in [2, 3] {
-        let got = lanes(workers).execute_block(&state, &b).expect("executes");
-        check_same("erc20 few holders", &state, &expected, &got);
-        assert!(got.stats.lanes && got.stats.reruns > 0, "{:?}", got.stats);
+        // How many transactions run before the chunk before theirs is final
+        // (and may run again) depends on the workers' timing: on a loaded
+        // machine, a block may run without a conflict to correct, or be
+        // found contended. Every run must be exact; some must have
+        // corrected conflicts on lanes.
+        let exec = lanes(workers);
+        let mut stats = Vec::new();
+        for _ in 0..10 {
+            let got = exec.execute_block(&state, &b).expect("executes");
+            check_same("erc20 few holders", &state, &expected, &got);
+            stats.push(got.stats);
+            if got.stats.lanes && got.stats.reruns > 0 {
+                break;
+            }
+        }
+        assert!(stats.iter().any(|s| s.lanes && s.reruns > 0), "{stats:?}");
     }
 }
 
 #[test]
 fn a_dependency_chain_on_lanes_runs_in_order() {
+    let _serial = one_at_a_time();
     let (state, b) = counter_block(150);
     let expected = run(&state, &b);
     for workers in [2, 3] {

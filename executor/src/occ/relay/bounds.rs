@@ -15,9 +15,10 @@ use super::{wait_until, CHUNK_TXS};
 /// project's machines that was ~10% of the lanes' time. So chunk ends are
 /// fixed as the block runs instead: once chunk `k - 1` is final, its
 /// worker asks for chunk `k` to end ([`Bounds::ask_end`]); chunk `k`'s worker
-/// ends it [`RUNWAY_TXS`] transactions past where it is, and starts
-/// correcting it with the chunk before already final. Meanwhile the
-/// asking worker has started chunk `k + 1` there. A chunk no one asks to
+/// ends it [`RUNWAY_TXS`] transactions past where it is, corrects what it
+/// ran so far (the chunk before being final), and runs those last
+/// transactions on exact state. Meanwhile the asking worker has started
+/// chunk `k + 1` there. A chunk no one asks to
 /// end stops at [`MAX_CHUNK_TXS`], and its worker waits, as with fixed
 /// chunks. (Chunks come out ~3 runways long: the runway on each side,
 /// plus what is speculated while the other worker corrects its chunk.)
@@ -37,6 +38,8 @@ const OPEN: usize = usize::MAX;
 /// against fixed chunks of 16, ERC-20 transfers among 1,000 holders were
 /// 7-10% faster with 6 (~15% more re-runs), 2-6% with 5 or 8, and no faster
 /// with 3 or 12 (two workers alternating block by block, in one process).
+/// Since the runway runs on exact state, 3, 4, 10 and 14 were 1-3% slower
+/// than 6.
 const RUNWAY_TXS: usize = 6;
 
 /// The longest a chunk whose end no one asked for may grow: a longer chunk

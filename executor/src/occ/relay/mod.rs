@@ -15,19 +15,25 @@
 //!    so results are provisional. Each run notes the keys (account, slot)
 //!    it read and the values it changed (`entry.rs`: revm's own journal
 //!    entries, noted as they are built).
-//! 2. **Wait** for the chunks before `k` to be final, in order; each comes
-//!    as the final values of what it changed.
-//! 3. **Finalize**: the keys those chunks changed are dirty, and so is the
-//!    coinbase (fees are credited here, in order, so only this step sees
-//!    it exact). A run that read no dirty key read exactly what it would
-//!    have read after those chunks: it stands. From the first run that read
-//!    a dirty key, the chunk's writes are undone, the other chunks' values
-//!    written, and each later run either redone (nothing it read is dirty)
-//!    or executed again on the now exact state (and what either execution
-//!    changed becomes dirty). Receipts take their index and cumulative
-//!    gas here, and fees go to the coinbase.
-//! 4. **Hand on** the chunk's final values and the gas used; then, while
-//!    the next chunk is being corrected, build the chunk's receipts.
+//! 2. **Correct**, as soon as the chunks before `k` are final (each comes
+//!    as the final values of what it changed), at the next transaction
+//!    boundary or at the chunk's end, whichever is first
+//!    (`finalize.rs`): the keys those chunks changed are dirty, and so is
+//!    the coinbase (fees are credited here, in order, so only this step
+//!    sees it exact). A run that read no dirty key read exactly what it
+//!    would have read after those chunks: it stands. From the first run
+//!    that read a dirty key, the chunk's writes are undone, the other
+//!    chunks' values written, and each later run either redone (nothing it
+//!    read is dirty) or executed again on the now exact state (and what
+//!    either execution changed becomes dirty). Receipts take their index
+//!    and cumulative gas here.
+//! 3. **Run exact**: the rest of the chunk runs on exact state, each
+//!    transaction final as it runs (with two workers, that is the runway
+//!    of `bounds.rs`: chunk `k` ends a few transactions after chunk `k - 1`
+//!    is final).
+//! 4. **Hand on** the chunk's final values and the gas used, fees credited
+//!    to the coinbase; then, while the next chunk is being corrected,
+//!    build the chunk's receipts.
 //!
 //! The last chunk's worker then holds the block's end state, and the change
 //! set is read off its journal as the one-journal executor does. Lanes
@@ -38,6 +44,7 @@
 
 mod bounds;
 mod entry;
+mod finalize;
 mod lane;
 
 use std::{
@@ -49,10 +56,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use alloy_primitives::{B256, U256};
+use alloy_primitives::B256;
 use bounds::Bounds;
-use entry::{Dirty, Key};
-use lane::{gas_limit, Lane, Res, Run, Stop, Val};
+use entry::Key;
+use finalize::Making;
+use lane::{Lane, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
 use sluice_store::StateReader;
 
@@ -85,9 +93,12 @@ struct Final {
     /// The block's applied transactions and gas used, up to this chunk.
     applied: u32,
     gas_used: u64,
-    /// Runs executed again in this chunk, and in the block up to it.
+    /// Runs executed again in this chunk.
     reruns: u32,
-    block_reruns: u32,
+    /// Transactions that read what the chunks before theirs changed, in
+    /// the block up to this chunk: those executed again, and those run
+    /// once those chunks were final, which would have been.
+    block_conflicts: u32,
 }
 
 /// An applied transaction whose receipt is still to build: its offset in
@@ -108,6 +119,8 @@ struct Shared<'a> {
     error: Mutex<Option<ExecError>>,
     /// The change set, from the last chunk's worker.
     changes: Mutex<Option<ChangeSet>>,
+    /// How many workers run lanes.
+    workers: usize,
     /// Time spent finalizing, summed over workers, in nanoseconds.
     finalize_ns: std::sync::atomic::AtomicU64,
 }
@@ -137,6 +150,7 @@ pub(crate) fn run(
         declined: Mutex::new(None),
         error: Mutex::new(None),
         changes: Mutex::new(None),
+        workers: n,
         finalize_ns: Default::default(),
     };
     let done = workers.each(|w| {
@@ -236,29 +250,46 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
         }
         lane.clear_logs();
         runs.clear();
+        // The chunk before is final once `making` is set: from then on,
+        // runs are final as they run.
+        let mut making = None;
         let mut x = start;
         while bounds.holds(k, start, x, txs.len()) {
-            runs.push(lane.execute(&txs[x])?);
+            if making.is_none() && (k == 0 || shared.chunks[k - 1].get().is_some()) {
+                making = Some(correct_now(&mut lane, shared, k, &txs[start..x], &mut runs)?);
+            }
+            match &mut making {
+                Some(making) => making.exact(&mut lane, shared, x - start, &txs[x])?,
+                None => runs.push(lane.execute(&txs[x])?),
+            }
             x += 1;
             if shared.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
         }
         let range = start..x;
-        let mut before = Vec::with_capacity(n);
-        for j in k.saturating_sub(n - 1)..k {
-            match wait(shared, j) {
-                Some(chunk) => before.push(chunk),
-                None => return Ok(()),
+        let making = match making {
+            Some(making) => making,
+            None => {
+                // The chunks before were not final by this one's end.
+                for j in k.saturating_sub(n - 1)..k {
+                    if wait(shared, j).is_none() {
+                        return Ok(());
+                    }
+                }
+                correct_now(&mut lane, shared, k, &txs[range.clone()], &mut runs)?
             }
-        }
+        };
         let started = Instant::now();
-        let (chunk, applied) = finalize(&mut lane, shared, &txs[range.clone()], &mut runs, &before)?;
+        let (chunk, applied) = making.close(&mut lane)?;
         shared.finalize_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         // A dependency chain (a counter every transaction increments):
-        // every chunk re-runs from its first transaction on, twice the
-        // work of running in order.
-        if range.end >= CONTENTION_TXS && chunk.block_reruns as usize * 2 > range.end {
+        // every transaction reads what the chunk before changed, so each
+        // one speculated runs again, and running in order is faster.
+        // (Counting conflicts rather than re-runs, whether a chain is found
+        // does not depend on how much of it the workers' timing let run
+        // after the chunk before was final.)
+        if range.end >= CONTENTION_TXS && chunk.block_conflicts as usize * 2 > range.end {
             return Err(Stop::Contended);
         }
         let _ = shared.chunks[k].set(chunk);
@@ -296,94 +327,24 @@ fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
     wait_until(&shared.stop, 2_000, || shared.chunks[j].get())
 }
 
-/// Step 3 of the module documentation: makes `runs` (the chunk `txs`,
-/// speculated on `lane`) exact given the final chunks `before` it, and
-/// the lane's state the state after the chunk.
-fn finalize(
+/// Corrects chunk `k`'s runs so far (`runs`, of `txs`) against the chunks
+/// before it, which are final (see `finalize.rs`).
+fn correct_now(
     lane: &mut Lane<'_>,
     shared: &Shared<'_>,
+    k: usize,
     txs: &[PreparedTx],
     runs: &mut [Run],
-    before: &[&Final],
-) -> Result<(Final, Vec<Applied>), Stop> {
-    let header = &shared.block.block.header;
-    let mut dirty = Dirty::new();
-    for (key, _) in before.iter().flat_map(|c| c.writes.iter()) {
-        dirty.insert(key.digest());
+) -> Result<Making, Stop> {
+    let started = Instant::now();
+    let n = shared.workers;
+    let mut before = Vec::with_capacity(n);
+    for j in k.saturating_sub(n - 1)..k {
+        // Chunks become final in order: the last before `k` being final,
+        // so are the others (else, a bug: the block runs another way).
+        before.push(shared.chunks[j].get().ok_or(Stop::Decline)?);
     }
-    dirty.insert(Key::Account(lane.coinbase()).digest());
-    let first = runs.iter().position(|run| lane.read_any(run, &dirty));
-    if let Some(first) = first {
-        for run in runs[first..].iter().rev() {
-            lane.undo(run)?;
-        }
-    }
-    for chunk in before {
-        lane.set_all(&chunk.writes)?;
-    }
-    let (mut applied, mut gas_used) = before.last().map_or((0, 0), |c| (c.applied, c.gas_used));
-    let mut out = Final {
-        writes: Vec::new(),
-        receipts: OnceLock::new(),
-        skipped: Vec::new(),
-        applied,
-        gas_used,
-        reruns: 0,
-        block_reruns: 0,
-    };
-    // The chunk's final values: what each run changed, in order (a key
-    // changed twice appears twice; applied in order, the last value wins),
-    // then the coinbase after the last fee.
-    // Sized for what the runs wrote as speculated, and the coinbase: a
-    // chunk's values are ~50 entries of ~100 bytes, copied again each time
-    // the vector grew.
-    let mut changed: Vec<(Key, Val)> = Vec::with_capacity(lane.writes_len() + 1);
-    let mut receipts = Vec::with_capacity(runs.len());
-    // Fees owed the coinbase and not credited yet. Only a run executed
-    // again here can read its balance (the coinbase is dirty: every run
-    // that read it is executed again), so they are credited before such a
-    // run and at the end, not one lookup per transaction.
-    let mut fees: Option<U256> = None;
-    for (i, prepared) in txs.iter().enumerate() {
-        if first.is_some_and(|first| i >= first) {
-            if lane.read_any(&runs[i], &dirty) {
-                lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
-                // It may read the coinbase: every earlier fee first.
-                if let Some(fee) = fees.take() {
-                    lane.credit(fee)?;
-                }
-                runs[i] = lane.execute(prepared)?;
-                lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
-                out.reruns += 1;
-            } else {
-                lane.redo(&runs[i])?;
-            }
-        }
-        if gas_limit(prepared).is_some_and(|limit| limit > header.gas_limit.saturating_sub(gas_used)) {
-            // Skipped in order for want of block gas: rare, not modelled.
-            return Err(Stop::Decline);
-        }
-        changed.extend(lane.written(&runs[i]));
-        let res = std::mem::replace(&mut runs[i].res, Res::Static(String::new()));
-        match (prepared, res) {
-            (PreparedTx::Ready(_), Res::Applied { result, fee }) => {
-                gas_used = gas_used.saturating_add(result.tx_gas_used());
-                receipts.push((i, applied, gas_used, result));
-                applied += 1;
-                fees = Some(fees.unwrap_or_default().saturating_add(fee));
-            }
-            (_, Res::Refused(reason) | Res::Static(reason)) => out.skipped.push((prepared.hash(), reason)),
-            (PreparedTx::Invalid { .. }, Res::Applied { .. }) => return Err(Stop::Decline),
-        }
-    }
-    if let Some(fee) = fees.take() {
-        lane.credit(fee)?;
-    }
-    let coinbase = Key::Account(lane.coinbase());
-    changed.push((coinbase, lane.value(coinbase)));
-    out.writes = changed;
-    out.applied = applied;
-    out.gas_used = gas_used;
-    out.block_reruns = before.last().map_or(0, |c| c.block_reruns) + out.reruns;
-    Ok((out, receipts))
+    let making = finalize::correct(lane, shared, txs, runs, &before);
+    shared.finalize_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    making
 }

@@ -1,0 +1,181 @@
+//! Making a chunk final (step 3 of the module documentation): correcting
+//! its speculated runs once the chunks before it are final, then running
+//! the rest of the chunk on the now exact state.
+//!
+//! A lane corrects its chunk as soon as the chunk before it is final, not
+//! at the chunk's end: the transactions it runs after that (the runway, in
+//! `bounds.rs`) read exact state, so they never run again and are never
+//! undone or redone.
+
+use std::sync::OnceLock;
+
+use alloy_primitives::U256;
+use sluice_messages::PreparedTx;
+
+use super::{
+    entry::{Dirty, Key},
+    lane::{gas_limit, Lane, Res, Run, Stop},
+    Applied, Final, Shared,
+};
+
+/// A chunk being made final: what is final of it so far.
+pub(super) struct Making {
+    /// `writes`: the final values of what the final runs changed, in order
+    /// (a key changed twice appears twice; applied in order, the last value
+    /// wins).
+    out: Final,
+    receipts: Vec<Applied>,
+    /// Fees owed the coinbase and not credited yet. Only a run that read
+    /// the coinbase needs them, so they are credited before such a run and
+    /// at the end, not one lookup per transaction.
+    fees: Option<U256>,
+    /// The coinbase's key, alone: what a run on exact state may have read
+    /// stale (the fees not credited yet).
+    coinbase: Dirty,
+    /// What the chunks before changed: a run on exact state that read it
+    /// would have run again, had it been speculated (see `Final`).
+    before: Dirty,
+    /// Conflicts in the chunk, and in the block before it.
+    conflicts: u32,
+    prior_conflicts: u32,
+}
+
+/// Makes `runs` (the chunk's first transactions `txs`, speculated on
+/// `lane`) exact given the final chunks `before` it; the lane's state is
+/// then exact after them, but for the fees in the returned [`Making`].
+pub(super) fn correct(
+    lane: &mut Lane<'_>,
+    shared: &Shared<'_>,
+    txs: &[PreparedTx],
+    runs: &mut [Run],
+    before: &[&Final],
+) -> Result<Making, Stop> {
+    let mut changed_before = Dirty::new();
+    for (key, _) in before.iter().flat_map(|c| c.writes.iter()) {
+        changed_before.insert(key.digest());
+    }
+    // Every chunk hands the coinbase on: it is in `changed_before`, but
+    // only a run that read it is a conflict.
+    let coinbase = Key::Account(lane.coinbase()).digest();
+    let mut dirty = changed_before.clone();
+    dirty.insert(coinbase);
+    let first = runs.iter().position(|run| lane.read_any(run, &dirty));
+    if let Some(first) = first {
+        for run in runs[first..].iter().rev() {
+            lane.undo(run)?;
+        }
+    }
+    for chunk in before {
+        lane.set_all(&chunk.writes)?;
+    }
+    let (applied, gas_used) = before.last().map_or((0, 0), |c| (c.applied, c.gas_used));
+    let mut only_coinbase = Dirty::new();
+    only_coinbase.insert(coinbase);
+    let mut making = Making {
+        out: Final {
+            // Sized for what the runs wrote as speculated, and the
+            // coinbase: ~50 entries of ~100 bytes, copied again each time
+            // the vector grew.
+            writes: Vec::with_capacity(lane.writes_len() + 1),
+            receipts: OnceLock::new(),
+            skipped: Vec::new(),
+            applied,
+            gas_used,
+            reruns: 0,
+            block_conflicts: 0,
+        },
+        receipts: Vec::with_capacity(runs.len()),
+        fees: None,
+        coinbase: only_coinbase,
+        before: changed_before,
+        conflicts: 0,
+        prior_conflicts: before.last().map_or(0, |c| c.block_conflicts),
+    };
+    for (i, prepared) in txs.iter().enumerate() {
+        if first.is_some_and(|first| i >= first) {
+            if lane.read_any(&runs[i], &dirty) {
+                lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
+                // It may read the coinbase: every earlier fee first.
+                making.credit(lane)?;
+                runs[i] = lane.execute(prepared)?;
+                lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
+                making.out.reruns += 1;
+                making.conflicts += 1;
+            } else {
+                lane.redo(&runs[i])?;
+            }
+        }
+        making.take(lane, shared, i, prepared, &mut runs[i])?;
+    }
+    Ok(making)
+}
+
+impl Making {
+    /// Runs the chunk's next transaction, `prepared` at offset `i`, on the
+    /// lane's exact state: final as it runs (run again only if it read the
+    /// coinbase before fees owed it were credited).
+    pub(super) fn exact(
+        &mut self,
+        lane: &mut Lane<'_>,
+        shared: &Shared<'_>,
+        i: usize,
+        prepared: &PreparedTx,
+    ) -> Result<(), Stop> {
+        let mut run = lane.execute(prepared)?;
+        self.conflicts += u32::from(lane.read_any(&run, &self.before));
+        if self.fees.is_some() && lane.read_any(&run, &self.coinbase) {
+            lane.undo(&run)?;
+            self.credit(lane)?;
+            run = lane.execute(prepared)?;
+        }
+        self.take(lane, shared, i, prepared, &mut run)
+    }
+
+    /// The chunk's final values and the receipts still to build, once its
+    /// last transaction is taken.
+    pub(super) fn close(mut self, lane: &mut Lane<'_>) -> Result<(Final, Vec<Applied>), Stop> {
+        self.credit(lane)?;
+        let coinbase = Key::Account(lane.coinbase());
+        self.out.writes.push((coinbase, lane.value(coinbase)));
+        self.out.block_conflicts = self.prior_conflicts + self.conflicts;
+        Ok((self.out, self.receipts))
+    }
+
+    /// Credits the fees owed the coinbase so far.
+    fn credit(&mut self, lane: &mut Lane<'_>) -> Result<(), Stop> {
+        match self.fees.take() {
+            Some(fee) => lane.credit(fee),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the final `run` of `prepared`, at offset `i` in the chunk: its
+    /// values, its receipt's place, its fee.
+    fn take(
+        &mut self,
+        lane: &Lane<'_>,
+        shared: &Shared<'_>,
+        i: usize,
+        prepared: &PreparedTx,
+        run: &mut Run,
+    ) -> Result<(), Stop> {
+        let out = &mut self.out;
+        let block_gas = shared.block.block.header.gas_limit;
+        if gas_limit(prepared).is_some_and(|limit| limit > block_gas.saturating_sub(out.gas_used)) {
+            // Skipped in order for want of block gas: rare, not modelled.
+            return Err(Stop::Decline);
+        }
+        out.writes.extend(lane.written(run));
+        match (prepared, std::mem::replace(&mut run.res, Res::Static(String::new()))) {
+            (PreparedTx::Ready(_), Res::Applied { result, fee }) => {
+                out.gas_used = out.gas_used.saturating_add(result.tx_gas_used());
+                self.receipts.push((i, out.applied, out.gas_used, result));
+                out.applied += 1;
+                self.fees = Some(self.fees.unwrap_or_default().saturating_add(fee));
+            }
+            (_, Res::Refused(reason) | Res::Static(reason)) => out.skipped.push((prepared.hash(), reason)),
+            (PreparedTx::Invalid { .. }, Res::Applied { .. }) => return Err(Stop::Decline),
+        }
+        Ok(())
+    }
+}

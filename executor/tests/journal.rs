@@ -8,7 +8,7 @@
 mod common;
 
 use alloy_primitives::{Address, Bytes, TxKind, U256};
-use common::{gen, *};
+use common::{erc20, gen, *};
 use sluice_executor::{execute_block_one_journal, testing::MemState, BlockOutcome};
 use sluice_messages::PreparedBlock;
 
@@ -135,4 +135,58 @@ fn memoized_keccak_equals_revm_at_the_edges() {
     let outcome = run(&state, &b);
     let ok: Vec<bool> = outcome.receipts.iter().map(|r| r.success).collect();
     assert_eq!(ok, [true, true, true, true, false, true, false, true], "the cases cover success and failure");
+}
+
+/// Each thread keeps the storage tables of the accounts with the most
+/// slots from one block to the next, and loads those accounts (cold)
+/// before the next block's first transaction. Nothing may show: not in
+/// gas (the first use in a transaction is still cold), not in the change
+/// set (an account loaded early and never used is not in it), and an
+/// account gone from the next block's state is not loaded.
+#[test]
+fn storage_tables_kept_between_blocks_change_nothing() {
+    const HOLDERS: u64 = 100;
+    let token = Address::repeat_byte(0xe2);
+    let holders: Vec<_> = (0..HOLDERS).map(signer_n).collect();
+    let mut state = MemState::new();
+    state.set_code(token, erc20::runtime());
+    for h in &holders {
+        state.set_account(h.address(), U256::from(ETH), 0);
+        state.set_storage(token, erc20::balance_slot(h.address()), U256::from(1_000));
+    }
+    // Every holder sends once: the token's table holds 100 slots.
+    let transfers: Vec<_> = (0..HOLDERS as usize)
+        .map(|i| {
+            let to = holders[(i * 7 + 3) % HOLDERS as usize].address();
+            eip1559(&holders[i], 0, TxKind::Call(token), 0, erc20::transfer_call(to, 5), 60_000)
+        })
+        .collect();
+    let tokens = block(1, GAS_LIMIT, transfers);
+    // On this thread: the first run fills the table, the next ones start
+    // with the token loaded.
+    for round in 0..3 {
+        assert!(check(&format!("token block, round {round}"), &state, &tokens));
+    }
+    // BALANCE(token) from another contract, first thing in the block: cold
+    // (2,600 gas), as without the table kept.
+    let prober = Address::repeat_byte(0x9b);
+    let mut code = vec![0x73];
+    code.extend_from_slice(token.as_slice());
+    code.extend_from_slice(&[0x31, 0x50, 0x00]); // BALANCE, POP, STOP
+    state.set_code(prober, Bytes::from(code));
+    let probe = eip1559(&holders[1], 0, TxKind::Call(prober), 0, Bytes::new(), 60_000);
+    let probe = block(1, GAS_LIMIT, vec![probe]);
+    assert!(check("token block", &state, &tokens));
+    assert!(check("BALANCE of the kept account", &state, &probe));
+    // A block that never uses the token, after one that did.
+    let plain = block(1, GAS_LIMIT, vec![transfer(&holders[0], 0, Address::repeat_byte(0x77), 1)]);
+    assert!(check("token block", &state, &tokens));
+    assert!(check("plain transfer after a token block", &state, &plain));
+    let got = execute_block_one_journal(&state, &cfg(), &plain).expect("executes").expect("accepted");
+    assert!(got.changes.accounts.iter().all(|a| a.address != token), "{:?}", got.changes);
+    // The token gone from the state of the next block.
+    assert!(check("token block", &state, &tokens));
+    let mut without = MemState::new();
+    without.set_account(holders[0].address(), U256::from(ETH), 0);
+    assert!(check("plain transfer, token gone", &without, &plain));
 }

@@ -115,7 +115,11 @@ pub(crate) struct Lane<'a> {
 
 impl<'a> Lane<'a> {
     /// A lane at block start.
-    pub(crate) fn new(state: &'a dyn StateReader, cfg: &ExecConfig, block: &PreparedBlock) -> Self {
+    pub(crate) fn new(
+        state: &'a dyn StateReader,
+        cfg: &ExecConfig,
+        block: &PreparedBlock,
+    ) -> Result<Self, Stop> {
         let header = &block.block.header;
         // Not sized for the block; the thread's kept tables, as in `journal.rs`.
         let tables = crate::journal::take_tables();
@@ -129,7 +133,10 @@ impl<'a> Lane<'a> {
         .build_mainnet();
         crate::keccak::install(&mut evm.instruction);
         evm.ctx.journaled_state.inner.state = tables.state;
-        Lane { evm, coinbase: header.coinbase, reads: Vec::new(), writes: Vec::new() }
+        let journal = &mut evm.ctx.journaled_state;
+        let tx_id = journal.inner.transaction_id;
+        crate::journal::preload(&mut journal.inner.state, &mut journal.database.start, tables.hot, tx_id)?;
+        Ok(Lane { evm, coinbase: header.coinbase, reads: Vec::new(), writes: Vec::new() })
     }
 
     /// Hands the lane's tables to this thread's next journal.
@@ -138,6 +145,7 @@ impl<'a> Lane<'a> {
         crate::journal::keep_tables(Tables {
             state: journal.inner.state,
             start: journal.database.start.into_tables(),
+            hot: Vec::new(),
         });
     }
 

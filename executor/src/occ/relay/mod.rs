@@ -231,7 +231,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
     let txs = &shared.block.txs;
     let bounds = &shared.bounds;
     let header = &shared.block.block.header;
-    let mut lane = Lane::new(state, shared.cfg, shared.block);
+    let mut lane = Lane::new(state, shared.cfg, shared.block)?;
     let mut runs = Vec::with_capacity(CHUNK_TXS);
     let mut last = false;
     let mut k = w;

@@ -7,22 +7,24 @@
 //! `bounds.rs`) read exact state, so they never run again and are never
 //! undone or redone.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use alloy_primitives::U256;
 use sluice_messages::PreparedTx;
 
 use super::{
     entry::{Dirty, Key},
-    lane::{gas_limit, Lane, Res, Run, Stop},
+    lane::{gas_limit, Lane, Res, Run, Stop, Val},
     Applied, Final, Shared,
 };
+use crate::occ::mv::lock;
 
 /// A chunk being made final: what is final of it so far.
 pub(super) struct Making {
-    /// `writes`: the final values of what the final runs changed, in order
-    /// (a key changed twice appears twice; applied in order, the last value
-    /// wins).
+    /// The final values of what the final runs changed, in order (a key
+    /// changed twice appears twice; applied in order, the last value wins).
+    writes: Vec<(Key, Val)>,
+    /// The rest of the chunk's [`Final`].
     out: Final,
     receipts: Vec<Applied>,
     /// Fees owed the coinbase and not credited yet. Only a run that read
@@ -49,9 +51,11 @@ pub(super) fn correct(
     txs: &[PreparedTx],
     runs: &mut [Run],
     before: &[&Final],
+    mut writes: Vec<(Key, Val)>,
 ) -> Result<Making, Stop> {
+    let before_writes: Vec<_> = before.iter().map(|c| lock(&c.writes)).collect();
     let mut changed_before = Dirty::new();
-    for (key, _) in before.iter().flat_map(|c| c.writes.iter()) {
+    for (key, _) in before_writes.iter().flat_map(|w| w.iter()) {
         changed_before.insert(key.digest());
     }
     // Every chunk hands the coinbase on: it is in `changed_before`, but
@@ -65,18 +69,21 @@ pub(super) fn correct(
             lane.undo(run)?;
         }
     }
-    for chunk in before {
-        lane.set_all(&chunk.writes)?;
+    for chunk_writes in &before_writes {
+        lane.set_all(chunk_writes)?;
     }
+    drop(before_writes);
+    // Room for what the runs wrote as speculated, and for a runway of
+    // transactions more (a few values each) and the coinbase: ~50 entries
+    // of ~100 bytes, copied again each time the vector grew.
+    writes.reserve(lane.writes_len() + 32);
     let (applied, gas_used) = before.last().map_or((0, 0), |c| (c.applied, c.gas_used));
     let mut only_coinbase = Dirty::new();
     only_coinbase.insert(coinbase);
     let mut making = Making {
+        writes,
         out: Final {
-            // Sized for what the runs wrote as speculated, and the
-            // coinbase: ~50 entries of ~100 bytes, copied again each time
-            // the vector grew.
-            writes: Vec::with_capacity(lane.writes_len() + 1),
+            writes: Mutex::new(Vec::new()),
             receipts: OnceLock::new(),
             skipped: Vec::new(),
             applied,
@@ -136,7 +143,8 @@ impl Making {
     pub(super) fn close(mut self, lane: &mut Lane<'_>) -> Result<(Final, Vec<Applied>), Stop> {
         self.credit(lane)?;
         let coinbase = Key::Account(lane.coinbase());
-        self.out.writes.push((coinbase, lane.value(coinbase)));
+        self.writes.push((coinbase, lane.value(coinbase)));
+        self.out.writes = Mutex::new(self.writes);
         self.out.block_conflicts = self.prior_conflicts + self.conflicts;
         Ok((self.out, self.receipts))
     }
@@ -165,7 +173,7 @@ impl Making {
             // Skipped in order for want of block gas: rare, not modelled.
             return Err(Stop::Decline);
         }
-        out.writes.extend(lane.written(run));
+        self.writes.extend(lane.written(run));
         match (prepared, std::mem::replace(&mut run.res, Res::Static(String::new()))) {
             (PreparedTx::Ready(_), Res::Applied { result, fee }) => {
                 out.gas_used = out.gas_used.saturating_add(result.tx_gas_used());

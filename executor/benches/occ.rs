@@ -6,7 +6,9 @@
 //! in order, see `occ/adaptive.rs`), on four workloads; and the machine's ceiling for two workers
 //! (how much more EVM work two independent revm runs at once get done than
 //! one). Every transaction is asserted to succeed, and every outcome to
-//! equal the oracle's.
+//! equal the oracle's. Times are medians over rounds; a ratio is the median
+//! of the ratios within each round (taken milliseconds apart, where the
+//! machine's speed drifts from one second to the next).
 //!
 //! `cargo bench -p sluice-executor --bench occ` (`OCC_BENCH_RUNS=n` for
 //! more or fewer timed runs per cell; `OCC_BENCH_ONLY=erc20` for one
@@ -268,14 +270,21 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
             }
         }
     }
+    // Ratios are medians of each round's ratio: the two times of a round
+    // were taken within milliseconds of each other, and this machine's
+    // speed drifts by a third from one second to the next.
+    let ratio = |col: usize| {
+        let mut r: Vec<f64> =
+            times[0].iter().zip(&times[col]).map(|(a, b)| a.as_secs_f64() / b.as_secs_f64()).collect();
+        r.sort_by(f64::total_cmp);
+        r[r.len() / 2]
+    };
+    let (by_node, by_lanes, by_o1) = (ratio(6), ratio(5), ratio(3));
     let [revm, seq, journal, o1, mv, lanes, node] = times.map(median);
     ceiling.sort_by(f64::total_cmp);
     println!(
-        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {mv:.2} | {lanes:.2} | {node:.2} | {:.2}x | {:.2}x \
-         | {:.2}x | {:.2}x |",
-        revm / node,
-        revm / lanes,
-        revm / o1,
+        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {mv:.2} | {lanes:.2} | {node:.2} | {by_node:.2}x \
+         | {by_lanes:.2}x | {by_o1:.2}x | {:.2}x |",
         ceiling[ceiling.len() / 2]
     );
     for m in modes {
@@ -416,7 +425,10 @@ fn main() {
         return profile(&spec, &workloads);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("{TXS}-tx blocks, median of {runs} runs, {cores} cores; ms per block");
+    println!(
+        "{TXS}-tx blocks, {runs} rounds (every cell once per round), {cores} cores; ms per block: median; \
+         ratios: median of the rounds' ratios"
+    );
     println!();
     println!(
         "| workload | revm transact_commit | sluice sequential (oracle) | sluice one journal | OCC 1 worker \

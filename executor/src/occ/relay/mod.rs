@@ -123,8 +123,6 @@ struct Shared<'a> {
     error: Mutex<Option<ExecError>>,
     /// The change set, from the last chunk's worker.
     changes: Mutex<Option<ChangeSet>>,
-    /// How many workers run lanes.
-    workers: usize,
     /// Time spent finalizing, summed over workers, in nanoseconds.
     finalize_ns: std::sync::atomic::AtomicU64,
 }
@@ -154,7 +152,6 @@ pub(crate) fn run(
         declined: Mutex::new(None),
         error: Mutex::new(None),
         changes: Mutex::new(None),
-        workers: n,
         finalize_ns: Default::default(),
     };
     let done = workers.each(|w| {
@@ -260,7 +257,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
         let mut x = start;
         while bounds.holds(k, start, x, txs.len()) {
             if making.is_none() && (k == 0 || shared.chunks[k - 1].get().is_some()) {
-                making = Some(correct_now(&mut lane, shared, k, &txs[start..x], &mut runs)?);
+                making = Some(correct_now(&mut lane, shared, (k, n), &txs[start..x], &mut runs)?);
             }
             match &mut making {
                 Some(making) => making.exact(&mut lane, shared, x - start, &txs[x])?,
@@ -281,7 +278,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
                         return Ok(());
                     }
                 }
-                correct_now(&mut lane, shared, k, &txs[range.clone()], &mut runs)?
+                correct_now(&mut lane, shared, (k, n), &txs[range.clone()], &mut runs)?
             }
         };
         let started = Instant::now();
@@ -332,16 +329,15 @@ fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
 }
 
 /// Corrects chunk `k`'s runs so far (`runs`, of `txs`) against the chunks
-/// before it, which are final (see `finalize.rs`).
+/// before it, which are final (see `finalize.rs`); `n` workers.
 fn correct_now(
     lane: &mut Lane<'_>,
     shared: &Shared<'_>,
-    k: usize,
+    (k, n): (usize, usize),
     txs: &[PreparedTx],
     runs: &mut [Run],
 ) -> Result<Making, Stop> {
     let started = Instant::now();
-    let n = shared.workers;
     let mut before = Vec::with_capacity(n);
     for j in k.saturating_sub(n - 1)..k {
         // Chunks become final in order: the last before `k` being final,

@@ -1,4 +1,4 @@
-//! Making a chunk final (step 3 of the module documentation): correcting
+//! Making a chunk final (steps 2 and 3 of the module documentation): correcting
 //! its speculated runs once the chunks before it are final, then running
 //! the rest of the chunk on the now exact state.
 //!
@@ -45,6 +45,8 @@ pub(super) struct Making {
 /// Makes `runs` (the chunk's first transactions `txs`, speculated on
 /// `lane`) exact given the final chunks `before` it; the lane's state is
 /// then exact after them, but for the fees in the returned [`Making`].
+/// `writes` is an empty vector to take the chunk's values (one this
+/// worker filled before, while it is still in its cache).
 pub(super) fn correct(
     lane: &mut Lane<'_>,
     shared: &Shared<'_>,

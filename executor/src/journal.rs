@@ -30,10 +30,10 @@ use alloy_primitives::{
     Address, B256, U256,
 };
 use revm::{
-    context::Context,
+    context::{journal::JournalInner, Context},
     context_interface::result::EVMError,
     primitives::KECCAK_EMPTY,
-    state::{Account, AccountInfo, Bytecode, EvmState, EvmStorage, TransactionId},
+    state::{Account, AccountInfo, Bytecode, EvmState, EvmStorage},
     Database, DatabaseRef, ExecuteEvm, MainBuilder, MainContext,
 };
 use sluice_messages::{AccountChange, ChangeSet, PreparedBlock, PreparedTx};
@@ -90,7 +90,7 @@ pub(crate) struct Tables {
     /// The block-start values served.
     pub(crate) start: StartTables,
     /// The storage tables of the accounts with the most slots last block
-    /// (a popular token's holders), emptied: see [`preload`].
+    /// (a popular token's holders), emptied: see [`install`].
     pub(crate) hot: Vec<(Address, EvmStorage)>,
 }
 
@@ -108,10 +108,10 @@ pub(crate) fn take_tables() -> Tables {
     KEPT.with(Cell::take)
 }
 
-/// Keeps `tables` (emptied here) for this thread's next journal.
-pub(crate) fn keep_tables(mut tables: Tables) {
-    let mut hot: Vec<(Address, EvmStorage)> = tables
-        .state
+/// Keeps a journal's accounts (`state`) and the block-start values it was
+/// served (`start`), emptied here, for this thread's next journal.
+pub(crate) fn keep_tables(mut state: EvmState, mut start: StartTables) {
+    let mut hot: Vec<(Address, EvmStorage)> = state
         .iter_mut()
         .filter(|(_, account)| account.storage.len() >= HOT_SLOTS)
         .map(|(address, account)| (*address, std::mem::take(&mut account.storage)))
@@ -121,14 +121,14 @@ pub(crate) fn keep_tables(mut tables: Tables) {
     for (_, storage) in &mut hot {
         storage.clear();
     }
-    tables.hot = hot;
-    tables.state.clear();
-    tables.start.clear();
-    KEPT.with(|kept| kept.set(tables));
+    state.clear();
+    start.clear();
+    KEPT.with(|kept| kept.set(Tables { state, start, hot }));
 }
 
-/// Loads the accounts whose storage tables were kept (`hot`) into the
-/// journal's `state` before the block's first transaction, each with its
+/// Gives a journal (`inner`, served by `db`) a thread's kept accounts
+/// table (`state`, empty), then loads the accounts whose storage tables
+/// were kept (`hot`) before the block's first transaction, each with its
 /// kept table and cold, as revm would load it on first use.
 ///
 /// A table revm grows for an account loaded fresh doubles from empty: for
@@ -136,19 +136,21 @@ pub(crate) fn keep_tables(mut tables: Tables) {
 /// and each step copied, much of it in memory fresh from the kernel (a
 /// page fault per page). An account loaded early that the block never
 /// uses is not touched, so it changes nothing.
-pub(crate) fn preload(
-    state: &mut EvmState,
+pub(crate) fn install<E>(
+    inner: &mut JournalInner<E>,
     db: &mut StartDb<'_>,
+    state: EvmState,
     hot: Vec<(Address, EvmStorage)>,
-    tx_id: TransactionId,
 ) -> Result<(), DbError> {
+    inner.state = state;
+    let tx_id = inner.transaction_id;
     for (address, storage) in hot {
         let Some(info) = db.basic(address)? else { continue };
         let mut account = Account::from(info);
         account.transaction_id = tx_id;
         account.storage = storage;
         account.mark_cold();
-        state.insert(address, account);
+        inner.state.insert(address, account);
     }
     Ok(())
 }
@@ -222,10 +224,8 @@ pub fn execute_block_one_journal(
         .with_block(block_env(header, cfg.spec))
         .with_cfg(cfg_env(cfg))
         .build_mainnet();
-    evm.ctx.journaled_state.inner.state = tables.state;
     let journal = &mut evm.ctx.journaled_state;
-    let tx_id = journal.inner.transaction_id;
-    preload(&mut journal.inner.state, &mut journal.database, tables.hot, tx_id)?;
+    install(&mut journal.inner, &mut journal.database, tables.state, tables.hot)?;
     crate::keccak::install(&mut evm.instruction);
     let mut tally = Tally::new(block.txs.len());
     for prepared in &block.txs {
@@ -242,7 +242,7 @@ pub fn execute_block_one_journal(
     }
     let state = evm.finalize();
     let changes = change_set(&evm.ctx.journaled_state.database, &state)?;
-    keep_tables(Tables { state, start: evm.ctx.journaled_state.database.into_tables(), hot: Vec::new() });
+    keep_tables(state, evm.ctx.journaled_state.database.into_tables());
     let Some(changes) = changes else {
         return Ok(None);
     };

@@ -20,7 +20,7 @@ use super::entry::{self, Dirty, Entry, Key};
 use crate::{
     db::DbError,
     env::{block_env, cfg_env, spec_id, tx_env},
-    journal::{change_set, StartDb, Tables},
+    journal::{change_set, StartDb},
     occ::fee::DeferredFee,
     ExecConfig, ExecError,
 };
@@ -132,21 +132,15 @@ impl<'a> Lane<'a> {
         .with_cfg(cfg_env(cfg))
         .build_mainnet();
         crate::keccak::install(&mut evm.instruction);
-        evm.ctx.journaled_state.inner.state = tables.state;
         let journal = &mut evm.ctx.journaled_state;
-        let tx_id = journal.inner.transaction_id;
-        crate::journal::preload(&mut journal.inner.state, &mut journal.database.start, tables.hot, tx_id)?;
+        crate::journal::install(&mut journal.inner, &mut journal.database.start, tables.state, tables.hot)?;
         Ok(Lane { evm, coinbase: header.coinbase, reads: Vec::new(), writes: Vec::new() })
     }
 
     /// Hands the lane's tables to this thread's next journal.
     pub(crate) fn keep_tables(self) {
         let journal = self.evm.ctx.journaled_state;
-        crate::journal::keep_tables(Tables {
-            state: journal.inner.state,
-            start: journal.database.start.into_tables(),
-            hot: Vec::new(),
-        });
+        crate::journal::keep_tables(journal.inner.state, journal.database.start.into_tables());
     }
 
     /// Forgets the logs of the runs of the last chunk.

@@ -105,6 +105,42 @@ fn random_transfer_blocks_match_sequential() {
     }
 }
 
+/// Addresses are usually hashes, but need not be: recipients that share
+/// their first eight bytes (all zeros, all ones, or a vanity prefix), some
+/// of them paid many times, in a block long enough to span several chunks
+/// of planning and of running. The changes must still come out in address
+/// order, whichever worker touched each account.
+#[test]
+fn transfers_to_addresses_alike_in_their_first_bytes_match_sequential() {
+    let mut state = MemState::new();
+    let alike = |first: u8, i: u64| {
+        let mut a = [first; 20];
+        a[8..16].copy_from_slice(&((i + 1) * 0x9e37_79b9).to_be_bytes());
+        a[19] = i as u8;
+        Address::from(a)
+    };
+    let mut txs = Vec::new();
+    for i in 0..600u64 {
+        let s = signer_n(i);
+        state.set_account(s.address(), U256::from(ETH), 0);
+        let to = match i % 5 {
+            0 => alike(0x00, i),
+            1 => alike(0xff, i),
+            2 => alike(0x5a, i % 40),
+            3 => alike(0x00, 7),
+            _ => Address::with_last_byte(0x81).create(i),
+        };
+        txs.push(transfer(&s, 0, to, 1 + u128::from(i)));
+    }
+    let b = block(1, GAS_LIMIT, txs);
+    let expected = run(&state, &b);
+    for workers in [1, 2, 3, 8] {
+        let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
+        check_same(&format!("alike addresses, {workers} workers"), &state, &expected, &got);
+        assert!(got.stats.scheduled, "{:?}", got.stats);
+    }
+}
+
 fn distinct_transfers(n: u64) -> (MemState, PreparedBlock) {
     let mut state = MemState::new();
     let mut txs = Vec::new();

@@ -1,64 +1,36 @@
-//! Planning a block of plain transfers: each transaction's plan, the groups
-//! of transactions connected by a shared account, and which worker runs
-//! each group.
+//! Planning a block of plain transfers: each transaction's plan, and the
+//! groups of transactions connected by a shared account.
 //!
-//! The work is split so that the serial part is small: each worker plans a
-//! range of transactions, then, for the accounts in its share (by address),
-//! records which transaction touched each one last before the next; only
-//! joining those pairs into groups (array operations, no hashing) runs on
-//! one thread.
+//! The work is split so that the serial part is small: the workers plan
+//! chunks of transactions as they claim them, then each, for the accounts
+//! in its share (by address), records which transaction touched each one
+//! last before the next; only joining those pairs into groups (array
+//! operations, no hashing) runs on one thread.
 
-use std::sync::{Mutex, OnceLock};
+use std::{
+    ops::Range,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        OnceLock,
+    },
+};
 
 use alloy_primitives::{map::AddressMap, Address, U256};
 use sluice_messages::{PreparedBlock, PreparedTx};
 
-use super::Padded;
-use crate::occ::{
-    mv::lock,
-    threads::Workers,
-    transfer::{self, Plan, Rules, TRANSFER_GAS},
-};
+use crate::occ::transfer::{self, Plan, Rules, TRANSFER_GAS};
 
-/// Which worker runs each transaction, and how.
-pub(super) struct Schedule {
-    /// Each worker's range of plans (see [`range`]).
-    chunks: Vec<Vec<Plan>>,
-    /// Where each chunk starts.
-    starts: Vec<usize>,
-    /// The worker of each transaction.
-    pub(super) owner: Vec<u32>,
-    /// Transactions per worker.
-    pub(super) load: Vec<usize>,
-    /// The sum of the fees owed to the coinbase, `None` if it overflows.
-    pub(super) fees: Option<U256>,
-}
+/// Transactions per chunk of planning. Claimed one at a time, chunks let a
+/// worker that woke late, or runs on a busier core, do less of the work.
+const PLAN_CHUNK: usize = 128;
 
-impl Schedule {
-    /// Transaction `i`'s plan.
-    pub(super) fn plan(&self, i: usize) -> &Plan {
-        let w = self.starts.partition_point(|s| *s <= i).saturating_sub(1);
-        &self.chunks[w][i - self.starts[w]]
-    }
+/// Transactions per chunk of execution (see [`Schedule::claim`]).
+const RUN_CHUNK: usize = 64;
 
-    /// Every plan, in block order.
-    pub(super) fn plans(&self) -> impl Iterator<Item = &Plan> {
-        self.chunks.iter().flatten()
-    }
-}
+/// No transaction: the end of a group.
+const END: u32 = u32::MAX;
 
-/// Worker `w`'s range of the block's `n` transactions, for work that is
-/// split by position.
-pub(super) fn range(n: usize, w: usize, workers: usize) -> std::ops::Range<usize> {
-    n * w / workers..n * (w + 1) / workers
-}
-
-/// The worker whose share of the accounts `a` is in.
-fn shard(a: &Address, workers: usize) -> usize {
-    usize::from(a[19]) % workers
-}
-
-/// What one worker found in its range of transactions.
+/// What planning found in one chunk of transactions.
 struct Part {
     plans: Vec<Plan>,
     fees: Option<U256>,
@@ -67,16 +39,15 @@ struct Part {
     pairs: Vec<[Address; 2]>,
 }
 
-/// Worker `w`'s planning; `None` when a transaction in its range is not a
-/// plain transfer or might not fit the block.
-fn plan_part(rules: &Rules, block: &PreparedBlock, w: usize, workers: usize) -> Option<Part> {
-    let mine = range(block.txs.len(), w, workers);
+/// The plans of `txs`; `None` when one of them is not a plain transfer or
+/// might not fit the block.
+fn plan_part(rules: &Rules, block: &PreparedBlock, txs: Range<usize>) -> Option<Part> {
     let mut part = Part {
-        plans: Vec::with_capacity(mine.len()),
+        plans: Vec::with_capacity(txs.len()),
         fees: Some(U256::ZERO),
-        pairs: Vec::with_capacity(mine.len()),
+        pairs: Vec::with_capacity(txs.len()),
     };
-    for i in mine {
+    for i in txs {
         let PreparedTx::Ready(tx) = &block.txs[i] else {
             return None;
         };
@@ -95,24 +66,9 @@ fn plan_part(rules: &Rules, block: &PreparedBlock, w: usize, workers: usize) -> 
     Some(part)
 }
 
-/// `(earlier, later)`: consecutive transactions touching one of the
-/// accounts in worker `w`'s share, which must run in order on one worker.
-fn edges(parts: &[&Part], w: usize, workers: usize, last: &mut AddressMap<u32>) -> Vec<(u32, u32)> {
-    let pairs = parts.iter().flat_map(|p| p.pairs.iter());
-    last.clear();
-    let n: usize = parts.iter().map(|p| p.pairs.len()).sum();
-    last.reserve(2 * n / workers + 1);
-    let mut edges = Vec::new();
-    for (i, pair) in (0u32..).zip(pairs) {
-        for account in pair {
-            if shard(account, workers) == w {
-                if let Some(prev) = last.insert(*account, i) {
-                    edges.push((prev, i));
-                }
-            }
-        }
-    }
-    edges
+/// The worker whose share of the accounts `a` is in.
+fn shard(a: &Address, workers: usize) -> usize {
+    usize::from(a[19]) % workers
 }
 
 /// The root of `i`'s group (path halving).
@@ -125,67 +81,156 @@ fn find(parent: &mut [u32], mut i: u32) -> u32 {
     i
 }
 
-/// Plans every transaction and splits the block into groups, or `None`
-/// when some transaction is not a plain transfer (or might not fit the
-/// block, or the threads could not be started). `last` holds one empty
-/// map per worker, for reuse.
-pub(super) fn schedule(
-    rules: &Rules,
-    block: &PreparedBlock,
-    threads: &Workers,
-    last: &[Padded<Mutex<AddressMap<u32>>>],
-) -> Option<Schedule> {
-    let workers = threads.len();
-    let n = block.txs.len();
-    // A block of contract calls fails on its first transaction: find out
-    // before waking the threads and sizing their plans for the block.
-    match block.txs.first() {
-        None => {}
-        Some(PreparedTx::Ready(tx)) if transfer::plan(rules, tx).is_some() => {}
-        Some(_) => return None,
-    }
-    let parts: Vec<OnceLock<Option<Part>>> = (0..workers).map(|_| OnceLock::new()).collect();
-    let edges = threads.together(|w, gate| {
-        let _ = parts[w].set(plan_part(rules, block, w, workers));
-        if !gate.wait(1) {
-            return None;
+/// A block's planning, filled in by the workers together: first
+/// [`Planning::plan`] on every worker, then [`Planning::edges`] on every
+/// worker, then [`Planning::schedule`] on one.
+pub(super) struct Planning {
+    n: usize,
+    parts: Vec<OnceLock<Option<Part>>>,
+    claimed: AtomicUsize,
+    /// Each worker's `(earlier, later)` pairs of consecutive transactions
+    /// touching one of the accounts in its share.
+    edges: Vec<OnceLock<Vec<(u32, u32)>>>,
+}
+
+impl Planning {
+    /// Planning for a block of `n` transactions on `workers` workers.
+    pub(super) fn new(n: usize, workers: usize) -> Self {
+        Planning {
+            n,
+            parts: (0..n.div_ceil(PLAN_CHUNK)).map(|_| OnceLock::new()).collect(),
+            claimed: AtomicUsize::new(0),
+            edges: (0..workers).map(|_| OnceLock::new()).collect(),
         }
-        let all: Vec<&Part> =
-            parts.iter().map(|p| p.get().and_then(Option::as_ref)).collect::<Option<_>>()?;
-        Some(edges(&all, w, workers, &mut lock(&last[w].0)))
-    })?;
-    let edges: Vec<Vec<(u32, u32)>> = edges.into_iter().collect::<Option<_>>()?;
-    let parts: Vec<Part> = parts.into_iter().map(|p| p.into_inner().flatten()).collect::<Option<_>>()?;
-    // A union-find over transactions whose root is the group's first.
-    let mut parent: Vec<u32> = (0..u32::try_from(n).ok()?).collect();
-    for (a, b) in edges.iter().flatten().copied() {
-        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-        parent[ra.max(rb) as usize] = ra.min(rb);
     }
-    // Groups in order of their first transaction fill the workers one after
-    // another, so that each worker runs mostly consecutive transactions.
-    let roots: Vec<u32> = (0..n as u32).map(|i| find(&mut parent, i)).collect();
-    let mut size = vec![0u32; n];
-    for r in &roots {
-        size[*r as usize] += 1;
-    }
-    let target = n.div_ceil(workers);
-    let mut owner = vec![0u32; n];
-    let mut load = vec![0usize; workers];
-    let mut w = 0;
-    for (i, r) in roots.iter().enumerate() {
-        if *r as usize == i {
-            if load[w] >= target && w + 1 < workers {
-                w += 1;
+
+    /// Plans chunks until none is left; `false` when a transaction is not
+    /// a plain transfer (or might not fit the block).
+    pub(super) fn plan(&self, rules: &Rules, block: &PreparedBlock) -> bool {
+        loop {
+            let c = self.claimed.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = self.parts.get(c) else {
+                return true;
+            };
+            let txs = c * PLAN_CHUNK..((c + 1) * PLAN_CHUNK).min(self.n);
+            let part = plan_part(rules, block, txs);
+            let planned = part.is_some();
+            let _ = slot.set(part);
+            if !planned {
+                return false;
             }
-            owner[i] = w as u32;
-            load[w] += size[i] as usize;
-        } else {
-            owner[i] = owner[*r as usize];
         }
     }
-    let fees = parts.iter().try_fold(U256::ZERO, |acc, p| acc.checked_add(p.fees?));
-    let starts = (0..workers).map(|w| range(n, w, workers).start).collect();
-    let chunks = parts.into_iter().map(|p| p.plans).collect();
-    Some(Schedule { chunks, starts, owner, load, fees })
+
+    /// Every chunk's plans, once every worker's [`Planning::plan`] is done;
+    /// `None` if one failed.
+    fn parts(&self) -> Option<Vec<&Part>> {
+        self.parts.iter().map(|p| p.get().and_then(Option::as_ref)).collect()
+    }
+
+    /// Worker `w`'s pairs of consecutive transactions touching the same
+    /// account (of its share), which must run in order on one worker;
+    /// `false` if planning failed. `last` is scratch space.
+    pub(super) fn edges(&self, w: usize, workers: usize, last: &mut AddressMap<u32>) -> bool {
+        let Some(parts) = self.parts() else {
+            return false;
+        };
+        last.clear();
+        last.reserve(2 * self.n / workers + 1);
+        let mut edges = Vec::new();
+        let pairs = parts.iter().flat_map(|p| p.pairs.iter());
+        for (i, pair) in (0u32..).zip(pairs) {
+            for account in pair {
+                if shard(account, workers) == w {
+                    if let Some(prev) = last.insert(*account, i) {
+                        edges.push((prev, i));
+                    }
+                }
+            }
+        }
+        self.edges.get(w).is_some_and(|slot| slot.set(edges).is_ok())
+    }
+
+    /// Joins every worker's edges into groups, once every worker's
+    /// [`Planning::edges`] is done; `None` if something failed.
+    pub(super) fn schedule(&self) -> Option<Schedule<'_>> {
+        let parts = self.parts()?;
+        // Keys into the workers' lists of accounts (two per transaction) are
+        // 32-bit.
+        let n = u32::try_from(self.n).ok().filter(|n| *n <= u32::MAX / 4)?;
+        // A union-find over transactions whose root is the group's first.
+        let mut parent: Vec<u32> = (0..n).collect();
+        for edges in &self.edges {
+            for (a, b) in edges.get()?.iter().copied() {
+                let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+                parent[ra.max(rb) as usize] = ra.min(rb);
+            }
+        }
+        // Link each group's transactions in block order: `tail` holds the
+        // last one seen of each group, by root.
+        let mut next = vec![END; self.n];
+        let mut tail = vec![END; self.n];
+        for i in 0..n {
+            let root = find(&mut parent, i) as usize;
+            if let Some(prev) = tail.get(root).copied().filter(|t| *t != END) {
+                next[prev as usize] = i;
+            }
+            tail[root] = i;
+        }
+        // `tail[i] == END` now exactly when `i` is not a group's first.
+        let fees = parts.iter().try_fold(U256::ZERO, |acc, p| acc.checked_add(p.fees?));
+        Some(Schedule { parts, next, first: tail, fees, claimed: AtomicUsize::new(0), n: self.n })
+    }
+}
+
+/// The block's plans and groups, from which the workers claim work.
+pub(super) struct Schedule<'p> {
+    parts: Vec<&'p Part>,
+    /// The next transaction of each one's group, or [`END`].
+    next: Vec<u32>,
+    /// [`END`] for transactions that are not their group's first.
+    first: Vec<u32>,
+    /// The sum of the fees owed to the coinbase, `None` if it overflows.
+    pub(super) fees: Option<U256>,
+    claimed: AtomicUsize,
+    n: usize,
+}
+
+impl Schedule<'_> {
+    /// Transaction `i`'s plan.
+    pub(super) fn plan(&self, i: usize) -> &Plan {
+        &self.parts[i / PLAN_CHUNK].plans[i % PLAN_CHUNK]
+    }
+
+    /// Every plan, in block order.
+    pub(super) fn plans(&self) -> impl Iterator<Item = &Plan> {
+        self.parts.iter().flat_map(|p| p.plans.iter())
+    }
+
+    /// The next unclaimed chunk of transactions: the claimer runs the
+    /// groups whose first transaction is in it, each whole and in order
+    /// ([`Schedule::group`]). Different groups touch different accounts,
+    /// so which worker runs which does not change the outcome; claiming
+    /// small chunks keeps both workers busy to the end.
+    pub(super) fn claim(&self) -> Option<Range<usize>> {
+        let start = self.claimed.fetch_add(RUN_CHUNK, Ordering::Relaxed);
+        (start < self.n).then(|| start..(start + RUN_CHUNK).min(self.n))
+    }
+
+    /// Whether transaction `i` is a group of its own.
+    pub(super) fn alone(&self, i: usize) -> bool {
+        self.first.get(i).is_some_and(|f| *f != END) && self.next.get(i).is_some_and(|n| *n == END)
+    }
+
+    /// The transactions of the group that starts at `i`, in block order;
+    /// empty if `i` is not a group's first.
+    pub(super) fn group(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = self.first.get(i).is_some_and(|f| *f != END);
+        let mut at = if first { i as u32 } else { END };
+        std::iter::from_fn(move || {
+            let i = (at != END).then_some(at as usize)?;
+            at = self.next[i];
+            Some(i)
+        })
+    }
 }

@@ -9,7 +9,7 @@ mod common;
 use alloy_primitives::{Address, Bytes, TxKind, U256};
 use common::{gen, *};
 use sluice_executor::{testing::MemState, ExecMode, OccExecutor, SequentialReason};
-use sluice_messages::PreparedBlock;
+use sluice_messages::{PreparedBlock, PreparedTx};
 
 fn occ(workers: usize, max_incarnations: u32) -> OccExecutor {
     OccExecutor::new(cfg(), workers, 0, max_incarnations)
@@ -138,6 +138,29 @@ fn transfers_to_addresses_alike_in_their_first_bytes_match_sequential() {
         let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
         check_same(&format!("alike addresses, {workers} workers"), &state, &expected, &got);
         assert!(got.stats.scheduled, "{:?}", got.stats);
+    }
+}
+
+/// A transfer that plans as one but that the state refuses (its sender
+/// cannot pay), late in a long block: found while the workers run their
+/// groups, after every earlier phase passed. Every worker must give up at
+/// the same point (none left waiting for the others), and the block runs
+/// on the general engine, with the refused transaction skipped as the
+/// oracle skips it.
+#[test]
+fn a_transfer_refused_while_running_sends_the_block_to_the_general_engine() {
+    let (mut state, b) = distinct_transfers(600);
+    let PreparedTx::Ready(late) = &b.txs[550] else { panic!("a ready transaction") };
+    state.set_account(late.sender, U256::from(1), 0);
+    let expected = run(&state, &b);
+    assert_eq!(expected.skipped.len(), 1);
+    for workers in [1, 2, 3, 8] {
+        let exec = occ(workers, 10);
+        for round in 0..5 {
+            let got = exec.execute_block(&state, &b).expect("executes");
+            check_same(&format!("refused late, {workers} workers, round {round}"), &state, &expected, &got);
+            assert!(!got.stats.scheduled, "{:?}", got.stats);
+        }
     }
 }
 

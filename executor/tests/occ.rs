@@ -6,10 +6,11 @@
 
 mod common;
 
-use alloy_primitives::{Address, Bytes, TxKind, U256};
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use common::{gen, *};
 use sluice_executor::{testing::MemState, ExecMode, OccExecutor, SequentialReason};
 use sluice_messages::{PreparedBlock, PreparedTx};
+use sluice_store::{Account, StateReader, StoreError};
 
 fn occ(workers: usize, max_incarnations: u32) -> OccExecutor {
     OccExecutor::new(cfg(), workers, 0, max_incarnations)
@@ -161,6 +162,51 @@ fn a_transfer_refused_while_running_sends_the_block_to_the_general_engine() {
             check_same(&format!("refused late, {workers} workers, round {round}"), &state, &expected, &got);
             assert!(!got.stats.scheduled, "{:?}", got.stats);
         }
+    }
+}
+
+/// A state whose reads of one account fail, as a disk read can: the one
+/// fault a test cannot cause with a real state.
+struct FailingAt<'s> {
+    state: &'s MemState,
+    broken: Address,
+}
+
+impl StateReader for FailingAt<'_> {
+    fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
+        if *address == self.broken {
+            return Err(StoreError::Io("injected read failure".into()));
+        }
+        self.state.account(address)
+    }
+    fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
+        self.state.code(hash)
+    }
+    fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError> {
+        self.state.storage(address, slot)
+    }
+    fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
+        self.state.block_hash(number)
+    }
+}
+
+/// A read that fails while the workers run a block of transfers is the
+/// block's error, whichever worker met it and whatever the others did
+/// meanwhile: not a panic, not a wait at a gate.
+#[test]
+fn a_read_failure_while_running_transfers_is_the_blocks_error() {
+    let (state, b) = distinct_transfers(600);
+    let PreparedTx::Ready(late) = &b.txs[550] else { panic!("a ready transaction") };
+    let failing = FailingAt { state: &state, broken: late.sender };
+    for workers in [1, 2, 3, 8] {
+        let exec = occ(workers, 10);
+        for _ in 0..5 {
+            let err = exec.execute_block(&failing, &b).expect_err("the read fails");
+            assert!(err.to_string().contains("injected read failure"), "{err}");
+        }
+        // And the executor is fine afterwards.
+        let got = exec.execute_block(&state, &b).expect("executes");
+        check_same(&format!("after a failure, {workers} workers"), &state, &run(&state, &b), &got);
     }
 }
 

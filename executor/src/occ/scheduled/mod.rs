@@ -274,11 +274,14 @@ fn run_with(
     let Some(shares) = shares else {
         return Ok(None);
     };
+    // A worker's database error wins over the others' giving up, which it
+    // caused.
+    let shares: Vec<Option<Share>> = shares.into_iter().collect::<Result<_, _>>()?;
+    let Some(shares) = shares.into_iter().collect::<Option<Vec<Share>>>() else {
+        return Ok(None);
+    };
     let (mut receipts, mut changes, mut planned, mut executed) = (None, None, Duration::ZERO, Duration::ZERO);
     for share in shares {
-        let Some(share) = share? else {
-            return Ok(None);
-        };
         receipts = receipts.or(share.receipts);
         changes = changes.or(share.changes);
         planned = planned.max(share.planned);

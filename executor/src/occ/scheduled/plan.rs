@@ -10,7 +10,7 @@
 use std::{
     ops::Range,
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
         OnceLock,
     },
 };
@@ -88,6 +88,11 @@ pub(super) struct Planning {
     n: usize,
     parts: Vec<OnceLock<Option<Part>>>,
     claimed: AtomicUsize,
+    /// A chunk failed to plan: the block does not qualify, and the other
+    /// workers stop claiming (a block of mostly contract calls whose first
+    /// transaction is a transfer is found out after a chunk or two, not
+    /// after planning the whole block).
+    failed: AtomicBool,
     /// Each worker's `(earlier, later)` pairs of consecutive transactions
     /// touching one of the accounts in its share.
     edges: Vec<OnceLock<Vec<(u32, u32)>>>,
@@ -100,6 +105,7 @@ impl Planning {
             n,
             parts: (0..n.div_ceil(PLAN_CHUNK)).map(|_| OnceLock::new()).collect(),
             claimed: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
             edges: (0..workers).map(|_| OnceLock::new()).collect(),
         }
     }
@@ -108,6 +114,9 @@ impl Planning {
     /// a plain transfer (or might not fit the block).
     pub(super) fn plan(&self, rules: &Rules, block: &PreparedBlock) -> bool {
         loop {
+            if self.failed.load(Ordering::Relaxed) {
+                return false;
+            }
             let c = self.claimed.fetch_add(1, Ordering::Relaxed);
             let Some(slot) = self.parts.get(c) else {
                 return true;
@@ -117,6 +126,7 @@ impl Planning {
             let planned = part.is_some();
             let _ = slot.set(part);
             if !planned {
+                self.failed.store(true, Ordering::Relaxed);
                 return false;
             }
         }

@@ -189,7 +189,7 @@ impl Planning {
         }
         // `tail[i] == END` now exactly when `i` is not a group's first.
         let fees = parts.iter().try_fold(U256::ZERO, |acc, p| acc.checked_add(p.fees?));
-        Some(Schedule { parts, next, first: tail, fees, claimed: AtomicUsize::new(0), n: self.n })
+        Some(Schedule { parts, next, first: tail, fees, claimed: AtomicUsize::new(0) })
     }
 }
 
@@ -203,7 +203,6 @@ pub(super) struct Schedule<'p> {
     /// The sum of the fees owed to the coinbase, `None` if it overflows.
     pub(super) fees: Option<U256>,
     claimed: AtomicUsize,
-    n: usize,
 }
 
 impl Schedule<'_> {
@@ -223,8 +222,9 @@ impl Schedule<'_> {
     /// so which worker runs which does not change the outcome; claiming
     /// small chunks keeps both workers busy to the end.
     pub(super) fn claim(&self) -> Option<Range<usize>> {
+        let n = self.next.len();
         let start = self.claimed.fetch_add(RUN_CHUNK, Ordering::Relaxed);
-        (start < self.n).then(|| start..(start + RUN_CHUNK).min(self.n))
+        (start < n).then(|| start..(start + RUN_CHUNK).min(n))
     }
 
     /// Whether transaction `i` is a group of its own.

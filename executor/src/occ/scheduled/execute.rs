@@ -25,6 +25,11 @@ pub(super) struct Touched {
 }
 
 impl Touched {
+    /// What is kept of `value` (see above for why that is enough).
+    fn of(value: &AccountValue) -> Self {
+        Touched { balance: value.balance, nonce: value.nonce }
+    }
+
     /// As [`Plan::apply`](super::transfer::Plan::apply) takes it (without
     /// code, by construction).
     fn value(self) -> AccountValue {
@@ -67,7 +72,7 @@ impl Accounts {
                     return Ok(None);
                 }
                 e.insert(at);
-                self.list.push((address, Touched { balance: base.balance, nonce: base.nonce }));
+                self.list.push((address, Touched::of(&base)));
                 Some(at as usize)
             }
         })
@@ -110,8 +115,8 @@ pub(super) fn execute(
                 else {
                     return Ok(false);
                 };
-                list[from].1 = Touched { balance: from_after.balance, nonce: from_after.nonce };
-                list[to].1 = Touched { balance: to_after.balance, nonce: to_after.nonce };
+                list[from].1 = Touched::of(&from_after);
+                list[to].1 = Touched::of(&to_after);
             }
         }
     }
@@ -138,7 +143,7 @@ fn run_alone(
     let Some((from, to)) = plan.apply(&from, &to) else {
         return Ok(false);
     };
-    list.push((tx.sender, Touched { balance: from.balance, nonce: from.nonce }));
-    list.push((plan.to, Touched { balance: to.balance, nonce: to.nonce }));
+    list.push((tx.sender, Touched::of(&from)));
+    list.push((plan.to, Touched::of(&to)));
     Ok(true)
 }

@@ -237,6 +237,12 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
     let mut last = false;
     let mut k = w;
     while k < bounds.len() {
+        if k == 1 {
+            // The first chunk runs on exact state: it may end as soon as
+            // this worker is up (later chunks are ended by the worker of
+            // the chunk before, once that chunk is final).
+            bounds.end(0, 0);
+        }
         let start = match k {
             0 => 0,
             _ => match bounds.wait_end(k - 1, &shared.stop) {
@@ -255,7 +261,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
         // runs are final as they run.
         let mut making = None;
         let mut x = start;
-        while bounds.holds(k, start, x, txs.len()) {
+        while bounds.holds(k, start, x) {
             if making.is_none() && (k == 0 || shared.chunks[k - 1].get().is_some()) {
                 making = Some(correct_now(&mut lane, shared, (k, n), &txs[start..x], &mut runs)?);
             }
@@ -294,7 +300,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
             return Err(Stop::Contended);
         }
         let _ = shared.chunks[k].set(chunk);
-        bounds.ask_end(k + 1);
+        bounds.end(k + 1, range.end);
         let receipts = applied
             .into_iter()
             .filter_map(|(i, index, cumulative, result)| match &txs[range.start + i] {

@@ -178,7 +178,8 @@ pub struct PipelineConfig {
     pub occ_max_incarnations: u32,
     /// With 2+ workers, blocks of contract calls run speculatively or in
     /// order, whichever was faster per gas recently; every this many blocks
-    /// the other is tried. 0: always speculate.
+    /// the other is tried (up to 4x less often while tries agree with the
+    /// choice). 0: always speculate.
     pub occ_explore_every_blocks: u32,
     /// Blocks of contract calls run on lanes (chunks in order on each
     /// worker's journal) before the multi-version engine.

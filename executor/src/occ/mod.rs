@@ -202,7 +202,8 @@ impl OccExecutor {
     /// speculating on its workers and running in order on one journal:
     /// whichever was faster per gas in recent explorations (each compared
     /// with the blocks around it), the other every `explore_every_blocks`
-    /// blocks (0: always speculate, the default).
+    /// blocks, or up to 4x less often while tries agree (0: always
+    /// speculate, the default).
     /// Both are exact; see `occ/adaptive.rs` for why this is measured.
     pub fn with_adaptive(mut self, explore_every_blocks: u32) -> Self {
         self.chooser = Mutex::new(Chooser::new(explore_every_blocks));

@@ -196,7 +196,7 @@ impl<'a> Lane<'a> {
                     if log.writes[..i].contains(key) {
                         continue;
                     }
-                    if let Some((before, after)) = changed(state, *key) {
+                    if let Some((before, after)) = changed(state, key) {
                         writes.push((*key, before, after));
                     }
                 }
@@ -385,10 +385,10 @@ fn load<'s>(
 /// A written key's value before and after the transaction, if it changed.
 /// (`original_info_mut`, not `original_info`: the latter clones the
 /// account's code, a reference count touched on every call.)
-fn changed(state: &mut EvmState, key: Key) -> Option<(Val, Val)> {
+fn changed(state: &mut EvmState, key: &Key) -> Option<(Val, Val)> {
     match key {
         Key::Account(a) => {
-            let account = state.get_mut(&a)?;
+            let account = state.get_mut(a)?;
             let after = Val { word: account.info.balance, nonce: account.info.nonce };
             // `None` stands for the default info: making it explicit
             // changes no behaviour of the account.
@@ -397,7 +397,7 @@ fn changed(state: &mut EvmState, key: Key) -> Option<(Val, Val)> {
             (before != after).then_some((before, after))
         }
         Key::Slot(a, k) => {
-            let slot = state.get(&a)?.storage.get(&k)?;
+            let slot = state.get(a)?.storage.get(k)?;
             (slot.original_value != slot.present_value).then_some((
                 Val { word: slot.original_value, nonce: 0 },
                 Val { word: slot.present_value, nonce: 0 },

@@ -137,7 +137,10 @@ impl Chooser {
                 // It agrees with the choice (the mode it was compared
                 // with): the next one may wait longer.
                 self.interval = match faster(ratio) == before {
-                    true => (self.interval * 2).min(self.explore_every_blocks * MAX_BACKOFF),
+                    true => {
+                        let most = self.explore_every_blocks.saturating_mul(MAX_BACKOFF);
+                        self.interval.saturating_mul(2).min(most)
+                    }
                     false => self.explore_every_blocks,
                 };
                 Some(ratio)
@@ -193,6 +196,14 @@ mod tests {
                 mode
             })
             .collect()
+    }
+
+    #[test]
+    fn the_largest_configured_interval_backs_off_without_overflow() {
+        let mut chooser = Chooser::new(u32::MAX);
+        let modes = run(&mut chooser, 40, 1_000, 2_000);
+        assert_eq!(modes.iter().filter(|m| **m == Mode::InOrder).count(), 1, "{modes:?}");
+        assert_eq!(chooser.interval, u32::MAX);
     }
 
     #[test]

@@ -273,13 +273,27 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     // Ratios are medians of each round's ratio: the two times of a round
     // were taken within milliseconds of each other, and this machine's
     // speed drifts by a third from one second to the next.
-    let ratio = |col: usize| {
+    let ratios = |col: usize| {
         let mut r: Vec<f64> =
             times[0].iter().zip(&times[col]).map(|(a, b)| a.as_secs_f64() / b.as_secs_f64()).collect();
         r.sort_by(f64::total_cmp);
+        r
+    };
+    let ratio = |col: usize| {
+        let r = ratios(col);
         r[r.len() / 2]
     };
     let (by_node, by_lanes, by_o1) = (ratio(6), ratio(5), ratio(3));
+    // How much one round's ratio moves: the spread behind the medians.
+    let quartiles = |col: usize| {
+        let r = ratios(col);
+        format!("{:.2}-{:.2}x", r[r.len() / 4], r[r.len() * 3 / 4])
+    };
+    eprintln!(
+        "    {name}: revm / OCC2 node, rounds' middle half {}; revm / OCC2 lanes {}",
+        quartiles(6),
+        quartiles(5)
+    );
     let [revm, seq, journal, o1, mv, lanes, node] = times.map(median);
     ceiling.sort_by(f64::total_cmp);
     println!(

@@ -41,6 +41,20 @@ pub(super) struct Bounds {
 #[repr(align(128))]
 struct Slot(AtomicUsize);
 
+impl Slot {
+    /// Fixes the chunk's end at `end(where its worker is)`, unless it is
+    /// fixed already.
+    fn fix(&self, end: impl Fn(usize) -> usize) {
+        let mut now = self.0.load(Ordering::Acquire);
+        while now & OPEN != 0 {
+            match self.0.compare_exchange_weak(now, end(now & !OPEN), Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return,
+                Err(changed) => now = changed,
+            }
+        }
+    }
+}
+
 /// Set in a chunk's word while its end is not fixed; the other bits are
 /// the transaction its worker is at.
 const OPEN: usize = 1 << (usize::BITS - 1);
@@ -82,29 +96,15 @@ impl Bounds {
     /// end is fixed already (the chunk grew too long, or holds the block's
     /// last transaction).
     pub(super) fn end(&self, k: usize, start: usize) {
-        let Some(Slot(word)) = self.ends.get(k) else { return };
-        let mut now = word.load(Ordering::Acquire);
-        while now & OPEN != 0 {
-            let at = (now & !OPEN).max(start);
-            let end = (at + RUNWAY_TXS).min(self.txs);
-            match word.compare_exchange_weak(now, end, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return,
-                Err(changed) => now = changed,
-            }
+        if let Some(slot) = self.ends.get(k) {
+            slot.fix(|at| (at.max(start) + RUNWAY_TXS).min(self.txs));
         }
     }
 
     /// There is no chunk `k` (chunk `k - 1` ended at the block's `end`):
     /// its end is its start, for the worker of chunk `k + 1`.
     pub(super) fn close(&self, k: usize, end: usize) {
-        let Slot(word) = &self.ends[k];
-        let mut now = word.load(Ordering::Acquire);
-        while now & OPEN != 0 {
-            match word.compare_exchange_weak(now, end, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return,
-                Err(changed) => now = changed,
-            }
-        }
+        self.ends[k].fix(|_| end);
     }
 
     /// Chunk `k`'s end, once fixed (`None` if the block was given up).

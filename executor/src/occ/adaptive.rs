@@ -253,7 +253,7 @@ mod tests {
         assert!(first.is_some_and(|i| i < 20), "{modes:?}");
         // Explorations had grown 4x apart; the first to disagree brings
         // them back to every 4th block, until the choice follows.
-        assert_eq!(&modes[9..20].iter().filter(|m| **m == Mode::Parallel).count(), &4, "{modes:?}");
+        assert_eq!(modes[9..20].iter().filter(|m| **m == Mode::Parallel).count(), 4, "{modes:?}");
         let in_order = modes[20..].iter().filter(|m| **m == Mode::InOrder).count();
         assert_eq!(in_order, 3, "{modes:?}");
     }

@@ -75,6 +75,11 @@ impl Dirty {
         [(digest % bits) as usize, ((digest >> 32).wrapping_mul(0x9e37_79b9) % bits) as usize]
     }
 
+    /// Empties the set, keeping its memory.
+    pub(crate) fn clear(&mut self) {
+        self.bits.fill(0);
+    }
+
     pub(crate) fn insert(&mut self, digest: u64) {
         for p in Self::positions(digest) {
             self.bits[p / 64] |= 1 << (p % 64);

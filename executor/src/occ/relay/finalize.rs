@@ -31,41 +31,64 @@ pub(super) struct Making {
     /// the coinbase needs them, so they are credited before such a run and
     /// at the end, not one lookup per transaction.
     fees: Option<U256>,
-    /// The coinbase's key, alone: what a run on exact state may have read
+    /// The coinbase's key digest: what a run on exact state may have read
     /// stale (the fees not credited yet).
-    coinbase: Dirty,
-    /// What the chunks before changed: a run on exact state that read it
-    /// would have run again, had it been speculated (see `Final`).
-    before: Dirty,
+    coinbase: u64,
+    /// `filters.before`: what the chunks before changed; a run on exact
+    /// state that read it would have run again, had it been speculated
+    /// (see `Final`).
+    filters: Filters,
     /// Conflicts in the chunk, and in the block before it.
     conflicts: u32,
     prior_conflicts: u32,
+}
+
+/// The key sets a chunk is corrected with, kept by a worker from chunk to
+/// chunk: a fresh one per chunk was ~1 us of allocating and zeroing, about
+/// a tenth of a correction.
+#[derive(Debug)]
+pub(super) struct Filters {
+    /// What the chunks before changed.
+    before: Dirty,
+    /// What the chunk's runs executed again changed (both executions).
+    again: Dirty,
+}
+
+impl Filters {
+    pub(super) fn new() -> Self {
+        Filters { before: Dirty::new(), again: Dirty::new() }
+    }
 }
 
 /// Makes `runs` (the chunk's first transactions `txs`, speculated on
 /// `lane`) exact given the final chunks `before` it; the lane's state is
 /// then exact after them, but for the fees in the returned [`Making`].
 /// `writes` is an empty vector to take the chunk's values (one this
-/// worker filled before, while it is still in its cache).
+/// worker filled before, while it is still in its cache); `filters`, the
+/// ones the worker's last [`Making::close`] gave back.
 pub(super) fn correct(
     lane: &mut Lane<'_>,
     shared: &Shared<'_>,
     txs: &[PreparedTx],
     runs: &mut [Run],
     before: &[&Final],
-    mut writes: Vec<(Key, Val)>,
+    (mut writes, mut filters): (Vec<(Key, Val)>, Filters),
 ) -> Result<Making, Stop> {
     let before_writes: Vec<_> = before.iter().map(|c| lock(&c.writes)).collect();
-    let mut changed_before = Dirty::new();
+    filters.before.clear();
     for (key, _) in before_writes.iter().flat_map(|w| w.iter()) {
-        changed_before.insert(key.digest());
+        filters.before.insert(key.digest());
     }
-    // Every chunk hands the coinbase on: it is in `changed_before`, but
-    // only a run that read it is a conflict.
+    // Every chunk hands the coinbase on: it is in `filters.before`, but
+    // only a run that read it is a conflict. A run is dirty if it read
+    // the coinbase, or what the chunks before changed, or (once a run
+    // was executed again) what such a run changed.
     let coinbase = Key::Account(lane.coinbase()).digest();
-    let mut dirty = changed_before.clone();
-    dirty.insert(coinbase);
-    let first = runs.iter().position(|run| lane.read_any(run, &dirty));
+    let mut again = false;
+    let dirty = |d: u64, filters: &Filters, again: bool| {
+        d == coinbase || filters.before.contains(d) || (again && filters.again.contains(d))
+    };
+    let first = runs.iter().position(|run| lane.read_any(run, |d| dirty(d, &filters, false)));
     if let Some(first) = first {
         for run in runs[first..].iter().rev() {
             lane.undo(run)?;
@@ -80,8 +103,6 @@ pub(super) fn correct(
     // of ~100 bytes, copied again each time the vector grew.
     writes.reserve(lane.writes_len() + 32);
     let (applied, gas_used) = before.last().map_or((0, 0), |c| (c.applied, c.gas_used));
-    let mut only_coinbase = Dirty::new();
-    only_coinbase.insert(coinbase);
     let mut making = Making {
         writes,
         out: Final {
@@ -95,19 +116,25 @@ pub(super) fn correct(
         },
         receipts: Vec::with_capacity(runs.len()),
         fees: None,
-        coinbase: only_coinbase,
-        before: changed_before,
+        coinbase,
+        filters,
         conflicts: 0,
         prior_conflicts: before.last().map_or(0, |c| c.block_conflicts),
     };
     for (i, prepared) in txs.iter().enumerate() {
         if first.is_some_and(|first| i >= first) {
-            if lane.read_any(&runs[i], &dirty) {
-                lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
+            if lane.read_any(&runs[i], |d| dirty(d, &making.filters, again)) {
+                if !again {
+                    making.filters.again.clear();
+                    again = true;
+                }
+                let again = &mut making.filters.again;
+                lane.written(&runs[i]).for_each(|(k, _)| again.insert(k.digest()));
                 // It may read the coinbase: every earlier fee first.
                 making.credit(lane)?;
                 runs[i] = lane.execute(prepared)?;
-                lane.written(&runs[i]).for_each(|(k, _)| dirty.insert(k.digest()));
+                let again = &mut making.filters.again;
+                lane.written(&runs[i]).for_each(|(k, _)| again.insert(k.digest()));
                 making.out.reruns += 1;
                 making.conflicts += 1;
             } else {
@@ -131,8 +158,8 @@ impl Making {
         prepared: &PreparedTx,
     ) -> Result<(), Stop> {
         let mut run = lane.execute(prepared)?;
-        self.conflicts += u32::from(lane.read_any(&run, &self.before));
-        if self.fees.is_some() && lane.read_any(&run, &self.coinbase) {
+        self.conflicts += u32::from(lane.read_any(&run, |d| self.filters.before.contains(d)));
+        if self.fees.is_some() && lane.read_any(&run, |d| d == self.coinbase) {
             lane.undo(&run)?;
             self.credit(lane)?;
             run = lane.execute(prepared)?;
@@ -141,14 +168,15 @@ impl Making {
     }
 
     /// The chunk's final values and the receipts still to build, once its
-    /// last transaction is taken.
-    pub(super) fn close(mut self, lane: &mut Lane<'_>) -> Result<(Final, Vec<Applied>), Stop> {
+    /// last transaction is taken; and the filters, for the worker's next
+    /// chunk.
+    pub(super) fn close(mut self, lane: &mut Lane<'_>) -> Result<(Final, Vec<Applied>, Filters), Stop> {
         self.credit(lane)?;
         let coinbase = Key::Account(lane.coinbase());
         self.writes.push((coinbase, lane.value(coinbase)));
         self.out.writes = Mutex::new(self.writes);
         self.out.block_conflicts = self.prior_conflicts + self.conflicts;
-        Ok((self.out, self.receipts))
+        Ok((self.out, self.receipts, self.filters))
     }
 
     /// Credits the fees owed the coinbase so far.

@@ -16,7 +16,7 @@ use revm::{
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx};
 use sluice_store::StateReader;
 
-use super::entry::{self, Dirty, Entry, Key};
+use super::entry::{self, Entry, Key};
 use crate::{
     db::DbError,
     env::{block_env, cfg_env, spec_id, tx_env},
@@ -209,9 +209,9 @@ impl<'a> Lane<'a> {
         Ok(Run { reads: r..self.reads.len(), writes: w..self.writes.len(), res })
     }
 
-    /// Whether `run` read a key in `dirty`.
-    pub(crate) fn read_any(&self, run: &Run, dirty: &Dirty) -> bool {
-        self.reads[run.reads.clone()].iter().any(|d| dirty.contains(*d))
+    /// Whether `run` read a key whose digest is `dirty`.
+    pub(crate) fn read_any(&self, run: &Run, dirty: impl Fn(u64) -> bool) -> bool {
+        self.reads[run.reads.clone()].iter().any(|d| dirty(*d))
     }
 
     /// The keys `run` changed, with their values after it.
@@ -304,9 +304,12 @@ impl<'a> Lane<'a> {
                         }
                         let slot = match account.storage.entry(*k) {
                             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                            // Not read from the block-start state: the
+                            // value is overwritten below, and the change
+                            // set asks the state for a start value it was
+                            // not served.
                             std::collections::hash_map::Entry::Vacant(e) => {
-                                let value = start.storage(a, *k)?;
-                                e.insert(EvmStorageSlot::new(value, tx_id))
+                                e.insert(EvmStorageSlot::new(val.word, tx_id))
                             }
                         };
                         // As a committed value: the next transaction's

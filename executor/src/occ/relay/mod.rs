@@ -59,7 +59,7 @@ use std::{
 use alloy_primitives::B256;
 use bounds::Bounds;
 use entry::Key;
-use finalize::Making;
+use finalize::{Filters, Making};
 use lane::{Lane, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
 use sluice_store::StateReader;
@@ -234,6 +234,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
     let header = &shared.block.block.header;
     let mut lane = Lane::new(state, shared.cfg, shared.block)?;
     let mut runs = Vec::with_capacity(CHUNK_TXS);
+    let mut filters = None;
     let mut last = false;
     let mut k = w;
     while k < bounds.len() {
@@ -263,7 +264,8 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
         let mut x = start;
         while bounds.holds(k, start, x) {
             if making.is_none() && (k == 0 || shared.chunks[k - 1].get().is_some()) {
-                making = Some(correct_now(&mut lane, shared, (k, n), &txs[start..x], &mut runs)?);
+                let chunk = (&txs[start..x], &mut runs[..], filters.take());
+                making = Some(correct_now(&mut lane, shared, (k, n), chunk)?);
             }
             match &mut making {
                 Some(making) => making.exact(&mut lane, shared, x - start, &txs[x])?,
@@ -284,11 +286,12 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
                         return Ok(());
                     }
                 }
-                correct_now(&mut lane, shared, (k, n), &txs[range.clone()], &mut runs)?
+                correct_now(&mut lane, shared, (k, n), (&txs[range.clone()], &mut runs, filters.take()))?
             }
         };
         let started = Instant::now();
-        let (chunk, applied) = making.close(&mut lane)?;
+        let (chunk, applied, kept) = making.close(&mut lane)?;
+        filters = Some(kept);
         shared.finalize_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         // A dependency chain (a counter every transaction increments):
         // every transaction reads what the chunk before changed, so each
@@ -335,13 +338,13 @@ fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
 }
 
 /// Corrects chunk `k`'s runs so far (`runs`, of `txs`) against the chunks
-/// before it, which are final (see `finalize.rs`); `n` workers.
+/// before it, which are final (see `finalize.rs`), with the worker's kept
+/// `filters` if any; `n` workers.
 fn correct_now(
     lane: &mut Lane<'_>,
     shared: &Shared<'_>,
     (k, n): (usize, usize),
-    txs: &[PreparedTx],
-    runs: &mut [Run],
+    (txs, runs, filters): (&[PreparedTx], &mut [Run], Option<Filters>),
 ) -> Result<Making, Stop> {
     let started = Instant::now();
     let mut before = Vec::with_capacity(n);
@@ -357,7 +360,8 @@ fn correct_now(
         None => Vec::new(),
     };
     recycled.clear();
-    let making = finalize::correct(lane, shared, txs, runs, &before, recycled);
+    let filters = filters.unwrap_or_else(Filters::new);
+    let making = finalize::correct(lane, shared, txs, runs, &before, (recycled, filters));
     shared.finalize_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     making
 }

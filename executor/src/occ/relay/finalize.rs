@@ -7,7 +7,7 @@
 //! `bounds.rs`) read exact state, so they never run again and are never
 //! undone or redone.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use alloy_primitives::U256;
 use sluice_messages::PreparedTx;
@@ -107,7 +107,7 @@ pub(super) fn correct(
         writes,
         out: Final {
             writes: Mutex::new(Vec::new()),
-            receipts: OnceLock::new(),
+            receipts: Mutex::new(None),
             skipped: Vec::new(),
             applied,
             gas_used,

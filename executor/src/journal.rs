@@ -207,9 +207,6 @@ pub fn execute_block_one_journal(
     cfg: &ExecConfig,
     block: &PreparedBlock,
 ) -> Result<Option<BlockOutcome>, ExecError> {
-    if sets_code(block) {
-        return Ok(None);
-    }
     let header = &block.block.header;
     // The tables are not sized for the block (two accounts per transaction
     // at most): memory reserved and never used still costs a page fault per
@@ -229,6 +226,11 @@ pub fn execute_block_one_journal(
     crate::keccak::install(&mut evm.instruction);
     let mut tally = Tally::new(block.txs.len());
     for prepared in &block.txs {
+        // Checked here rather than in a pass over the block first: that
+        // pass read every transaction from memory, ~50 us for 5,000.
+        if sets_code(prepared) {
+            return Ok(None);
+        }
         let Some((tx, env)) = tally.applicable(prepared, header.gas_limit) else {
             continue;
         };
@@ -249,10 +251,10 @@ pub fn execute_block_one_journal(
     Ok(Some(tally.outcome(changes)))
 }
 
-/// Whether the block has an EIP-7702 transaction: a journal kept across
+/// Whether the transaction is an EIP-7702 one: a journal kept across
 /// transactions cannot reproduce its refunds (see the module docs).
-pub(crate) fn sets_code(block: &PreparedBlock) -> bool {
-    block.txs.iter().any(|tx| matches!(tx, PreparedTx::Ready(t) if matches!(t.tx, TxEnvelope::Eip7702(_))))
+pub(crate) fn sets_code(tx: &PreparedTx) -> bool {
+    matches!(tx, PreparedTx::Ready(t) if matches!(t.tx, TxEnvelope::Eip7702(_)))
 }
 
 /// The block's change set (as [`crate::sequential`] defines it) from the

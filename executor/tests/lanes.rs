@@ -10,7 +10,8 @@ mod common;
 use alloy_primitives::{Address, TxKind, U256};
 use common::{erc20, gen, *};
 use sluice_executor::{testing::MemState, ExecMode, OccExecutor, SequentialReason};
-use sluice_messages::PreparedBlock;
+use sluice_messages::{PreparedBlock, PreparedTx};
+use sluice_txpool::Signer;
 
 /// Held by each test here: whether a block is found contended, and how
 /// many of its transactions run again, depend on how the workers'
@@ -72,30 +73,26 @@ fn random_blocks_on_lanes_match_sequential() {
     }
 }
 
-#[test]
-fn erc20_transfers_among_holders_conflict_and_match_sequential() {
-    let _serial = one_at_a_time();
-    // 300 holders, 600 transfers: chunks often read what the chunks
-    // before them changed, short of contention.
-    const HOLDERS: u64 = 300;
-    let token = Address::repeat_byte(0xe2);
+/// A token at `TOKEN` held by `holders` funded accounts, and `n` random
+/// transfers among them; the holders' next nonces.
+fn erc20_block(holders: u64, n: usize) -> (MemState, Vec<Signer>, Vec<PreparedTx>, Vec<u64>) {
     let mut state = MemState::new();
-    state.set_code(token, erc20::runtime());
-    let holders: Vec<_> = (0..HOLDERS).map(signer_n).collect();
-    for h in &holders {
+    state.set_code(TOKEN, erc20::runtime());
+    let signers: Vec<_> = (0..holders).map(signer_n).collect();
+    for h in &signers {
         state.set_account(h.address(), U256::from(ETH), 0);
-        state.set_storage(token, erc20::balance_slot(h.address()), U256::from(1_000_000));
+        state.set_storage(TOKEN, erc20::balance_slot(h.address()), U256::from(1_000_000));
     }
     let mut rng = gen::Rng::new(7);
-    let mut nonces = [0u64; HOLDERS as usize];
-    let txs = (0..600)
+    let mut nonces = vec![0u64; holders as usize];
+    let txs = (0..n)
         .map(|_| {
-            let from = rng.below(HOLDERS) as usize;
-            let to = holders[rng.below(HOLDERS) as usize].address();
+            let from = rng.below(holders) as usize;
+            let to = signers[rng.below(holders) as usize].address();
             let tx = eip1559(
-                &holders[from],
+                &signers[from],
                 nonces[from],
-                TxKind::Call(token),
+                TxKind::Call(TOKEN),
                 0,
                 erc20::transfer_call(to, 1 + rng.below(50)),
                 60_000,
@@ -104,6 +101,17 @@ fn erc20_transfers_among_holders_conflict_and_match_sequential() {
             tx
         })
         .collect();
+    (state, signers, txs, nonces)
+}
+
+const TOKEN: Address = Address::repeat_byte(0xe2);
+
+#[test]
+fn erc20_transfers_among_holders_conflict_and_match_sequential() {
+    let _serial = one_at_a_time();
+    // 300 holders, 600 transfers: chunks often read what the chunks
+    // before them changed, short of contention.
+    let (state, _, txs, _) = erc20_block(300, 600);
     let b = block(1, GAS_LIMIT, txs);
     let expected = run(&state, &b);
     assert!(expected.receipts.iter().all(|r| r.success));
@@ -138,4 +146,37 @@ fn a_dependency_chain_on_lanes_runs_in_order() {
         check_same("counter on lanes", &state, &expected, &got);
         assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Contention });
     }
+}
+
+#[test]
+fn an_eip7702_transaction_late_in_a_block_takes_it_off_lanes() {
+    let _serial = one_at_a_time();
+    // A journal kept across transactions cannot reproduce an EIP-7702
+    // transaction's refunds. Lanes find one when they reach it (no pass
+    // over the block first) and give the block up: it runs another way,
+    // with the same result. Without it, the same block runs on lanes.
+    let (state, holders, mut txs, nonces) = erc20_block(1_000, 300);
+    let plain = block(1, GAS_LIMIT, txs.clone());
+    let authority = signer_n(5_000);
+    txs.push(delegation((&holders[0], nonces[0]), (&authority, 0), TOKEN, Address::repeat_byte(0x99)));
+    let late = block(1, GAS_LIMIT, txs);
+    let expected = run(&state, &late);
+    assert!(
+        expected.skipped.is_empty() && expected.receipts.iter().all(|r| r.success),
+        "{:?}",
+        expected.skipped
+    );
+    let exec = lanes(2);
+    let got = exec.execute_block(&state, &late).expect("executes");
+    check_same("late EIP-7702", &state, &expected, &got);
+    assert!(!got.stats.lanes, "{:?}", got.stats);
+    // With few conflicts among 1,000 holders, the block without it runs on
+    // lanes (tried a few times: a worker descheduled long enough can make
+    // it look contended).
+    let on_lanes = (0..10).any(|_| {
+        let got = exec.execute_block(&state, &plain).expect("executes");
+        check_same("without EIP-7702", &state, &run(&state, &plain), &got);
+        got.stats.lanes
+    });
+    assert!(on_lanes);
 }

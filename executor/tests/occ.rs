@@ -379,8 +379,6 @@ fn the_token_moves_balances_and_logs() {
 
 #[test]
 fn storage_of_a_deleted_account_reads_zero_later_in_the_block() {
-    use alloy_consensus::{TxEip7702, TypedTransaction};
-    use alloy_eips::eip7702::Authorization;
     // An empty account with storage at block start (only a genesis can make
     // one): a zero-value transfer deletes it (EIP-161) and wipes its
     // storage; it is then delegated to the counter and called, which must
@@ -391,23 +389,9 @@ fn storage_of_a_deleted_account_reads_zero_later_in_the_block() {
     let empty = signer(9);
     state.set_account(empty.address(), U256::ZERO, 0);
     state.set_storage(empty.address(), U256::ZERO, U256::from(5));
-    let auth = Authorization { chain_id: U256::from(CHAIN_ID), address: counter, nonce: 0 };
-    let signed = auth.clone().into_signed(empty.sign_hash(&auth.signature_hash()));
-    let delegate = TxEip7702 {
-        chain_id: CHAIN_ID,
-        nonce: 0,
-        gas_limit: 200_000,
-        max_fee_per_gas: 10_000_000_000,
-        max_priority_fee_per_gas: 1,
-        to: Address::repeat_byte(0x99),
-        value: U256::ZERO,
-        access_list: Default::default(),
-        authorization_list: vec![signed],
-        input: Bytes::new(),
-    };
     let mut txs = vec![
         transfer(&signer(1), 0, empty.address(), 0),
-        sluice_messages::PreparedTx::ready(recovered(&signer(2), TypedTransaction::Eip7702(delegate))),
+        delegation((&signer(2), 0), (&empty, 0), counter, Address::repeat_byte(0x99)),
         eip1559(&signer(3), 0, TxKind::Call(empty.address()), 0, Bytes::new(), 100_000),
     ];
     // Unrelated work so that workers really run concurrently.

@@ -1,8 +1,7 @@
 //! A seeded generator of blocks that stress the parallel executor: every
 //! kind of conflict and skip the sequential executor defines results for.
 
-use alloy_consensus::{TxEip1559, TxEip7702, TypedTransaction};
-use alloy_eips::eip7702::Authorization;
+use alloy_consensus::{TxEip1559, TypedTransaction};
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use sluice_executor::testing::MemState;
 use sluice_messages::{PreparedBlock, PreparedTx};
@@ -247,24 +246,16 @@ impl Gen {
     /// EIP-7702: sender `s` sponsors another sender's delegation to the counter.
     fn delegate(&mut self, s: usize) {
         let a = (s + 1) % self.senders.len();
-        let auth =
-            Authorization { chain_id: U256::from(CHAIN_ID), address: counter_addr(), nonce: self.nonces[a] };
-        let signed = auth.clone().into_signed(self.senders[a].sign_hash(&auth.signature_hash()));
+        let authority_nonce = self.nonces[a];
         self.nonces[a] += 1;
         let nonce = self.nonce(s);
-        let tx = TxEip7702 {
-            chain_id: CHAIN_ID,
-            nonce,
-            gas_limit: 200_000,
-            max_fee_per_gas: 10_000_000_000,
-            max_priority_fee_per_gas: 1,
-            to: self.senders[a].address(),
-            value: U256::ZERO,
-            access_list: Default::default(),
-            authorization_list: vec![signed],
-            input: Bytes::new(),
-        };
-        self.txs.push(PreparedTx::ready(recovered(&self.senders[s], TypedTransaction::Eip7702(tx))));
+        let (sponsor, authority) = (&self.senders[s], &self.senders[a]);
+        self.txs.push(delegation(
+            (sponsor, nonce),
+            (authority, authority_nonce),
+            counter_addr(),
+            authority.address(),
+        ));
     }
 }
 

@@ -7,8 +7,9 @@ pub mod gen;
 
 use std::sync::Arc;
 
-use alloy_consensus::{TxEip1559, TxLegacy, TypedTransaction};
+use alloy_consensus::{TxEip1559, TxEip7702, TxLegacy, TypedTransaction};
 use alloy_eips::eip2718::Encodable2718;
+use alloy_eips::eip7702::Authorization;
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use sluice_executor::{testing::MemState, BlockOutcome, ExecConfig};
 use sluice_messages::{keccak256, BlockHeader, PreparedBlock, PreparedTx, RecoveredTx, SealedBlock};
@@ -56,6 +57,32 @@ pub fn recovered(signer: &Signer, tx: TypedTransaction) -> RecoveredTx {
     let envelope = signer.sign_tx(tx);
     let raw = Bytes::from(envelope.encoded_2718());
     RecoveredTx { hash: keccak256(&raw), raw, tx: envelope, sender: signer.address() }
+}
+
+/// An EIP-7702 transaction with a 1 wei tip: `sponsor` (at `nonce`) calls
+/// `to` with `authority`'s authorization (at `authority_nonce`) to delegate
+/// its code to `target`.
+pub fn delegation(
+    (sponsor, nonce): (&Signer, u64),
+    (authority, authority_nonce): (&Signer, u64),
+    target: Address,
+    to: Address,
+) -> PreparedTx {
+    let auth = Authorization { chain_id: U256::from(CHAIN_ID), address: target, nonce: authority_nonce };
+    let signed = auth.clone().into_signed(authority.sign_hash(&auth.signature_hash()));
+    let tx = TxEip7702 {
+        chain_id: CHAIN_ID,
+        nonce,
+        gas_limit: 200_000,
+        max_fee_per_gas: 10_000_000_000,
+        max_priority_fee_per_gas: 1,
+        to,
+        value: U256::ZERO,
+        access_list: Default::default(),
+        authorization_list: vec![signed],
+        input: Bytes::new(),
+    };
+    PreparedTx::ready(recovered(sponsor, TypedTransaction::Eip7702(tx)))
 }
 
 /// An EIP-1559 transaction with a 2 gwei tip and a 10 gwei cap.

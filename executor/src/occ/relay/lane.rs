@@ -20,7 +20,7 @@ use super::entry::{self, Entry, Key};
 use crate::{
     db::DbError,
     env::{block_env, cfg_env, spec_id, tx_env},
-    journal::{change_set, StartDb},
+    journal::{change_set, sets_code, StartDb},
     occ::fee::DeferredFee,
     ExecConfig, ExecError,
 };
@@ -162,6 +162,9 @@ impl<'a> Lane<'a> {
             PreparedTx::Invalid { reason, .. } => return Ok(run(Res::Static(reason.clone()))),
             PreparedTx::Ready(tx) => tx,
         };
+        if sets_code(prepared) {
+            return Err(Stop::Decline);
+        }
         let env = match tx_env(tx) {
             Ok(env) => env,
             Err(reason) => return Ok(run(Res::Static(reason.to_string()))),

@@ -70,7 +70,6 @@ use super::{
     threads::{wait_until, Workers},
 };
 use crate::{
-    journal::sets_code,
     sequential::receipt,
     stats::{ExecMode, ExecStats, SequentialReason},
     BlockOutcome, ExecConfig, ExecError,
@@ -147,9 +146,6 @@ pub(crate) fn run(
     block: &PreparedBlock,
     workers: &Workers,
 ) -> Result<Result<BlockOutcome, SequentialReason>, ExecError> {
-    if sets_code(block) {
-        return Ok(Err(SequentialReason::Unsupported));
-    }
     let start = Instant::now();
     let n = workers.len();
     let bounds = Bounds::new(block.txs.len(), n);

@@ -275,10 +275,15 @@ pub(crate) fn change_set(
     }
     // Small (address, reference) pairs sort faster than accounts.
     touched.sort_unstable_by_key(|(address, _)| *address);
+    // The block-start values, looked up in a loop of their own: the tables
+    // are cold by the block's end, and lookups that do not wait for each
+    // other overlap their cache misses.
+    let starts: Vec<Option<Option<StoredAccount>>> =
+        touched.iter().map(|(address, _)| db.accounts.get(address).copied()).collect();
     let mut accounts = Vec::with_capacity(touched.len());
-    for (address, account) in touched {
-        let start = match db.accounts.get(&address) {
-            Some(start) => *start,
+    for ((address, account), start) in touched.into_iter().zip(starts) {
+        let start = match start {
+            Some(start) => start,
             None => db.db.reader().account(&address)?,
         };
         if start.is_some_and(|a| is_empty(&a)) {
@@ -314,10 +319,14 @@ fn account_change(
         a.balance != info.balance || a.nonce != info.nonce || start_code_hash != info.code_hash
     });
     let mut storage: Vec<(U256, U256)> = Vec::new();
-    for (key, slot) in &account.storage {
+    // As for accounts in `change_set`: the lookups first, in a loop of
+    // their own.
+    let served: Vec<Option<U256>> =
+        account.storage.keys().map(|key| db.slots.get(&(address, *key)).copied()).collect();
+    for ((key, slot), served) in account.storage.iter().zip(served) {
         let key = *key;
-        let was = match db.slots.get(&(address, key)) {
-            Some(v) => *v,
+        let was = match served {
+            Some(v) => v,
             None if start.is_some() => db.db.storage_ref(address, key)?,
             None => U256::ZERO,
         };

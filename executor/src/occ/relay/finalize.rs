@@ -84,9 +84,9 @@ pub(super) fn correct(
     // the coinbase, or what the chunks before changed, or (once a run
     // was executed again) what such a run changed.
     let coinbase = Key::Account(lane.coinbase()).digest();
-    let mut again = false;
-    let dirty = |d: u64, filters: &Filters, again: bool| {
-        d == coinbase || filters.before.contains(d) || (again && filters.again.contains(d))
+    let mut ran_again = false;
+    let dirty = |d: u64, filters: &Filters, ran_again: bool| {
+        d == coinbase || filters.before.contains(d) || (ran_again && filters.again.contains(d))
     };
     let first = runs.iter().position(|run| lane.read_any(run, |d| dirty(d, &filters, false)));
     if let Some(first) = first {
@@ -123,10 +123,10 @@ pub(super) fn correct(
     };
     for (i, prepared) in txs.iter().enumerate() {
         if first.is_some_and(|first| i >= first) {
-            if lane.read_any(&runs[i], |d| dirty(d, &making.filters, again)) {
-                if !again {
+            if lane.read_any(&runs[i], |d| dirty(d, &making.filters, ran_again)) {
+                if !ran_again {
                     making.filters.again.clear();
-                    again = true;
+                    ran_again = true;
                 }
                 let again = &mut making.filters.again;
                 lane.written(&runs[i]).for_each(|(k, _)| again.insert(k.digest()));

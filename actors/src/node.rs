@@ -330,10 +330,17 @@ impl Node {
         for a in &self.arbiters {
             a.stop();
         }
+        // Closed here rather than when the last holder drops it: the
+        // arbiters' threads are still winding down, and the process may exit
+        // first, leaving the file to be repaired at the next start.
+        let closed = self.store.close();
+        if let Err(e) = &closed {
+            tracing::error!(error = %e, "closing the database failed; the next start repairs it");
+        }
         tracing::info!(height = self.store.head(), "sluice node stopped; last block committed");
         match self.store.halted() {
             Some(reason) => Err(NodeError::Halted(reason)),
-            None => Ok(()),
+            None => Ok(closed?),
         }
     }
 }

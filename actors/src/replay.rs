@@ -52,6 +52,17 @@ pub struct ReplaySummary {
 pub fn replay(
     dir: &Path,
     workers: usize,
+    progress: impl FnMut(u64, u64),
+) -> Result<ReplaySummary, ReplayError> {
+    // Every read of the data dir is guarded: redb panics on some damage.
+    sluice_store::guard::guarded(&dir.join(sluice_store::db::DB_FILE), || {
+        replay_unguarded(dir, workers, progress)
+    })
+}
+
+fn replay_unguarded(
+    dir: &Path,
+    workers: usize,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<ReplaySummary, ReplayError> {
     let start = Instant::now();

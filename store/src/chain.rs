@@ -7,7 +7,7 @@ use std::{
 };
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard, RwLock};
 use sluice_messages::{
     AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, Log, Receipt, SealedBlock,
 };
@@ -104,7 +104,8 @@ pub struct CommitInfo {
 /// The committed chain and state. Only [`Store::commit`] writes.
 pub struct Store {
     inner: RwLock<Inner>,
-    db: Option<Mutex<Db>>,
+    /// `None` in memory; `Some(None)` once [`Store::close`] closed it.
+    db: Option<Mutex<Option<Db>>>,
     cache_blocks: usize,
     genesis_fingerprint: B256,
     /// Commit of this height fails (fault injection; 0 = never).
@@ -246,7 +247,13 @@ impl Store {
     /// Opens the durable store in `opts.dir`: a new data dir starts at
     /// genesis; an existing one resumes at its last durable height after
     /// re-verifying its most recent app hashes against the hash vault.
+    /// A damaged file is refused with [`StoreError::Corrupt`] (see
+    /// [`crate::guard`]).
     pub fn open(genesis: &Genesis, opts: &DurableOptions) -> Result<Store, StoreError> {
+        crate::guard::guarded(&opts.dir.join(crate::db::DB_FILE), || Self::open_unguarded(genesis, opts))
+    }
+
+    fn open_unguarded(genesis: &Genesis, opts: &DurableOptions) -> Result<Store, StoreError> {
         let id = ChainIdentity {
             chain_id: genesis.chain_id,
             genesis: genesis.fingerprint(),
@@ -290,7 +297,7 @@ impl Store {
                 }
             }
         };
-        store.db = Some(Mutex::new(db));
+        store.db = Some(Mutex::new(Some(db)));
         store.cache_blocks = opts.cache_blocks.max(1);
         store.fail_commit_at = opts.fail_commit_at;
         Ok(store)
@@ -326,8 +333,7 @@ impl Store {
                 return Some(Arc::clone(b));
             }
         }
-        let db = self.db.as_ref()?;
-        db.lock().block(number).ok().flatten().map(Arc::new)
+        self.disk()?.block(number).ok().flatten().map(Arc::new)
     }
 
     /// A committed block by hash.
@@ -335,7 +341,7 @@ impl Store {
         let cached = self.inner.read().by_hash.get(hash).copied();
         let number = match cached {
             Some(n) => n,
-            None => self.db.as_ref()?.lock().block_number(hash).ok().flatten()?,
+            None => self.disk()?.block_number(hash).ok().flatten()?,
         };
         self.block(number)
     }
@@ -346,7 +352,7 @@ impl Store {
         let loc = match cached {
             Some(loc) => loc,
             None => {
-                let (block, index) = self.db.as_ref()?.lock().tx_location(hash).ok().flatten()?;
+                let (block, index) = self.disk()?.tx_location(hash).ok().flatten()?;
                 TxLocation { block, index }
             }
         };
@@ -368,7 +374,23 @@ impl Store {
 
     /// Size of the database file (0 in memory).
     pub fn db_bytes(&self) -> u64 {
-        self.db.as_ref().map_or(0, |db| db.lock().size_bytes())
+        self.disk().map_or(0, |db| db.size_bytes())
+    }
+
+    /// The open database, if this store is durable and not closed.
+    fn disk(&self) -> Option<MappedMutexGuard<'_, Db>> {
+        MutexGuard::try_map(self.db.as_ref()?.lock(), Option::as_mut).ok()
+    }
+
+    /// Closes the database file, making every commit durable and marking
+    /// the file cleanly closed, so the next start neither repairs it (a
+    /// walk over the whole file) nor rolls back commits a grouped sync
+    /// policy had not synced yet. It does not wait for the store's other
+    /// holders to go: threads still winding down at exit would keep the
+    /// file open. Reads after it find only cached blocks; commits fail.
+    pub fn close(&self) -> Result<(), StoreError> {
+        let db = self.db.as_ref().and_then(|db| db.lock().take());
+        db.map_or(Ok(()), Db::close)
     }
 
     /// Commits an executed block: writes it durably (per the sync policy),
@@ -406,15 +428,15 @@ impl Store {
             let result = if number == self.fail_commit_at {
                 Err(StoreError::Io(format!("injected commit failure at height {number}")))
             } else {
-                let db = db.lock();
-                match db.vault(number) {
-                    Ok(Some(recorded)) if recorded != app => Err(StoreError::Corrupt(format!(
+                let mut db = db.lock();
+                match db.as_mut().map(|db| (db.vault(number), db)) {
+                    None => Err(StoreError::Halted("the store was closed at shutdown".into())),
+                    Some((Ok(Some(recorded)), _)) if recorded != app => Err(StoreError::Corrupt(format!(
                         "app hash mismatch at height {number}: the hash vault recorded {recorded}, this node produced {app}"
                     ))),
-                    Err(e) => Err(e),
-                    Ok(_) => Ok(db),
+                    Some((Err(e), _)) => Err(e),
+                    Some((Ok(_), db)) => db.write_block(&stored, &executed.changes, &code_hashes),
                 }
-                .and_then(|mut db| db.write_block(&stored, &executed.changes, &code_hashes))
             };
             match result {
                 Ok(s) => synced = s,

@@ -179,3 +179,54 @@ fn grouped_sync_reports_which_commits_reached_the_disk() {
     assert_eq!(synced, vec![false, false, true, false, false, true]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_damaged_database_is_refused_with_an_error_never_a_panic() {
+    // redb panics on some of these (its allocator's assertions, page types
+    // it cannot read); opening must turn every one into an error.
+    let dir = temp_dir("damaged");
+    drop(Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).map(|s| build(&s, 6)).unwrap());
+    let path = dir.join(crate::db::DB_FILE);
+    let good = std::fs::read(&path).unwrap();
+    let (mut refused, mut opened) = (0, 0);
+    let damaged = (0..good.len() / 4096)
+        .map(|page| {
+            let mut bad = good.clone();
+            bad[page * 4096..][..4096].fill(0x5a);
+            bad
+        })
+        .chain((1..8).map(|i| good[..good.len() * i / 8].to_vec()));
+    for bad in damaged {
+        std::fs::write(&path, &bad).unwrap();
+        let opening =
+            std::panic::catch_unwind(|| Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)));
+        match opening.expect("opening a damaged file must not panic") {
+            Err(StoreError::Corrupt(why)) => {
+                assert!(why.contains("chain.redb"), "{why}");
+                refused += 1;
+            }
+            Err(e) => panic!("damage is Corrupt, got {e}"),
+            // A page the head's state never reads, or a free one.
+            Ok(_) => opened += 1,
+        }
+    }
+    assert!(refused > opened, "refused {refused}, opened {opened}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn close_makes_unsynced_commits_durable_and_frees_the_file() {
+    // The node closes the store while other threads may still hold it.
+    let dir = temp_dir("close");
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryNBlocks(1000))).unwrap();
+    let hashes = build(&store, 4);
+    store.close().unwrap();
+    assert!(matches!(store.commit(&block(&store.head_block(), 5)), Err(StoreError::Halted(_))));
+    // The file is free (redb refuses a second open of a file still open)
+    // and holds the four unsynced blocks.
+    let again = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert_eq!(again.head(), 4);
+    assert_eq!(again.head_block().app_hash, hashes[3]);
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+}

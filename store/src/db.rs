@@ -155,12 +155,19 @@ impl Db {
         }
     }
 
-    /// Opens an existing database without writing to it (replay).
+    /// Opens an existing database without writing to it (replay). A
+    /// damaged file is refused with [`StoreError::Corrupt`] (see
+    /// [`crate::guard`]); later reads of a damaged file may still panic, so
+    /// a caller reading it whole guards its reads too.
     pub fn open_existing(dir: &Path) -> Result<(Db, ChainIdentity, u64), StoreError> {
         let path = dir.join(DB_FILE);
         if !path.exists() {
             return Err(StoreError::Corrupt(format!("no sluice database at {}", path.display())));
         }
+        crate::guard::guarded(&path.clone(), || Self::open_existing_at(path))
+    }
+
+    fn open_existing_at(path: PathBuf) -> Result<(Db, ChainIdentity, u64), StoreError> {
         let db =
             Database::open(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
         let me = Db { db, path, policy: SyncPolicy::EveryBlock, unsynced: 0 };
@@ -402,5 +409,11 @@ impl Db {
     /// Size of the database file.
     pub fn size_bytes(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Closes the file: pending commits become durable and the file is
+    /// marked cleanly closed (dropping it does the same, but silently).
+    pub fn close(self) -> Result<(), StoreError> {
+        self.db.close().map_err(|e| StoreError::Io(format!("closing {}: {e}", self.path.display())))
     }
 }

@@ -14,12 +14,14 @@
 //! - [`overlay`]: executed-but-uncommitted blocks over the store.
 //! - [`apphash`]: the chained blake3 app hash.
 //! - [`genesis`], [`genesis_json`]: genesis allocation, dev and geth-style.
+//! - [`guard`]: redb's panics on damaged files become errors.
 
 pub mod apphash;
 pub mod chain;
 pub mod db;
 pub mod genesis;
 pub mod genesis_json;
+pub mod guard;
 pub mod overlay;
 pub mod reader;
 pub mod state;

@@ -75,18 +75,21 @@ impl TestNode {
     /// every block re-executes to the app hash recorded in the hash vault.
     /// `context` (a seed) prefixes failure messages.
     pub fn assert_replay_matches_vault(&self, context: &str) {
+        let (ok, out) = self.replay();
+        assert!(ok, "{context}: replay failed: {out}");
+        assert!(out.contains("every app hash equals the hash vault"), "{context}: {out}");
+    }
+
+    /// Runs `sluice replay` on the (stopped) node's data dir: whether it
+    /// succeeded, and its stdout followed by its stderr.
+    pub fn replay(&self) -> (bool, String) {
         let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["replay", "--data-dir"])
             .arg(self.data_dir())
             .output()
             .expect("run sluice replay");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{context}: replay failed: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(stdout.contains("every app hash equals the hash vault"), "{context}: {stdout}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
     }
 
     /// Kills the node with SIGKILL (no shutdown at all).

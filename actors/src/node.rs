@@ -156,6 +156,25 @@ impl Node {
         std::fs::create_dir_all(dir).map_err(|source| NodeError::DataDir { path: dir.clone(), source })?;
         let genesis = build_genesis(&cfg)?;
         let store = Arc::new(Store::open(&genesis, &durable_options(&cfg))?);
+        if store.repaired_at_open() {
+            tracing::warn!(
+                data_dir = %dir.display(),
+                "the data dir was not closed cleanly (a crash or a kill): its database was checked and repaired; \
+                 blocks after the last sync, if syncs are grouped, are gone"
+            );
+        }
+        // A start that fails from here on closes the file it opened, or the
+        // next start would have to repair it (the stages started so far
+        // hold the store as the process exits).
+        let started = Self::start_on(cfg, genesis, Arc::clone(&store)).await;
+        if started.is_err() {
+            let _ = close(&store);
+        }
+        started
+    }
+
+    /// Starts the stages and the RPC server on an open store.
+    async fn start_on(cfg: Config, genesis: Genesis, store: Arc<Store>) -> Result<Node, NodeError> {
         install_faults(&cfg, &store)?;
         let head = store.head_block();
         let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: cfg.chain.spec };
@@ -333,16 +352,22 @@ impl Node {
         // Closed here rather than when the last holder drops it: the
         // arbiters' threads are still winding down, and the process may exit
         // first, leaving the file to be repaired at the next start.
-        let closed = self.store.close();
-        if let Err(e) = &closed {
-            tracing::error!(error = %e, "closing the database failed; the next start repairs it");
-        }
+        let closed = close(&self.store);
         tracing::info!(height = self.store.head(), "sluice node stopped; last block committed");
         match self.store.halted() {
             Some(reason) => Err(NodeError::Halted(reason)),
             None => Ok(closed?),
         }
     }
+}
+
+/// Closes the store's file, logging a failure.
+fn close(store: &Store) -> Result<(), sluice_store::StoreError> {
+    let closed = store.close();
+    if let Err(e) = &closed {
+        tracing::error!(error = %e, "closing the database failed; the next start repairs it");
+    }
+    closed
 }
 
 /// Arms the configured failpoints and sets up supervision: an actor that

@@ -108,6 +108,8 @@ pub struct Store {
     db: Option<Mutex<Option<Db>>>,
     cache_blocks: usize,
     genesis_fingerprint: B256,
+    /// The database was repaired when it was opened ([`Db::repaired`]).
+    repaired: bool,
     /// Commit of this height fails (fault injection; 0 = never).
     fail_commit_at: u64,
 }
@@ -240,6 +242,7 @@ impl Store {
             db: None,
             cache_blocks: usize::MAX,
             genesis_fingerprint: genesis.fingerprint(),
+            repaired: false,
             fail_commit_at: 0,
         }
     }
@@ -293,10 +296,12 @@ impl Store {
                     db: None,
                     cache_blocks: usize::MAX,
                     genesis_fingerprint: id.genesis,
+                    repaired: false,
                     fail_commit_at: 0,
                 }
             }
         };
+        store.repaired = db.repaired();
         store.db = Some(Mutex::new(Some(db)));
         store.cache_blocks = opts.cache_blocks.max(1);
         store.fail_commit_at = opts.fail_commit_at;
@@ -306,6 +311,13 @@ impl Store {
     /// Fingerprint of the genesis this store started from.
     pub fn genesis_fingerprint(&self) -> B256 {
         self.genesis_fingerprint
+    }
+
+    /// Whether the data dir had not been closed cleanly (a crash, a kill)
+    /// and its database was repaired when opened: the repair walks the
+    /// whole file, and blocks a grouped sync policy had not synced are gone.
+    pub fn repaired_at_open(&self) -> bool {
+        self.repaired
     }
 
     /// Height of the last committed block.

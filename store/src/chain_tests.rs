@@ -230,3 +230,24 @@ fn close_makes_unsynced_commits_durable_and_frees_the_file() {
     drop(store);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_file_left_open_is_repaired_at_open_and_a_closed_one_is_not() {
+    let (dir, copy) = (temp_dir("left-open"), temp_dir("left-open-copy"));
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert!(!store.repaired_at_open(), "a new file");
+    build(&store, 3);
+    // The file as a crash would leave it: still open.
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(dir.join(crate::db::DB_FILE), copy.join(crate::db::DB_FILE)).unwrap();
+    let crashed = Store::open(&genesis(1), &opts(&copy, SyncPolicy::EveryBlock)).unwrap();
+    assert!(crashed.repaired_at_open());
+    assert_eq!(crashed.head(), 3, "every block was synced");
+    store.close().unwrap();
+    let reopened = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert!(!reopened.repaired_at_open());
+    assert_eq!(reopened.head(), 3);
+    for d in [dir, copy] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

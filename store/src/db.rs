@@ -103,6 +103,8 @@ pub struct Db {
     path: PathBuf,
     policy: SyncPolicy,
     unsynced: u32,
+    /// redb found the file not cleanly closed and repaired it at open.
+    repaired: bool,
 }
 
 /// What a data dir held at start.
@@ -126,11 +128,15 @@ impl Db {
     ) -> Result<(Db, Option<Loaded>), StoreError> {
         std::fs::create_dir_all(dir).map_err(io)?;
         let path = dir.join(DB_FILE);
+        let repairing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let noted = std::sync::Arc::clone(&repairing);
         let db = Database::builder()
             .set_cache_size(cache_bytes)
+            .set_repair_callback(move |_| noted.store(true, std::sync::atomic::Ordering::Relaxed))
             .create(&path)
             .map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
-        let me = Db { db, path, policy, unsynced: 0 };
+        let repaired = repairing.load(std::sync::atomic::Ordering::Relaxed);
+        let me = Db { db, path, policy, unsynced: 0, repaired };
         let stored = me.identity()?;
         match stored {
             None => {
@@ -170,7 +176,7 @@ impl Db {
     fn open_existing_at(path: PathBuf) -> Result<(Db, ChainIdentity, u64), StoreError> {
         let db =
             Database::open(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
-        let me = Db { db, path, policy: SyncPolicy::EveryBlock, unsynced: 0 };
+        let me = Db { db, path, policy: SyncPolicy::EveryBlock, unsynced: 0, repaired: false };
         let id = me.identity()?.ok_or_else(|| corrupt("database has no chain identity"))?;
         let head = me.head()?.ok_or_else(|| corrupt("database has no head"))?;
         Ok((me, id, head))
@@ -409,6 +415,13 @@ impl Db {
     /// Size of the database file.
     pub fn size_bytes(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Whether redb found the file not cleanly closed (a crash, a kill) and
+    /// repaired it when it was opened: it walks the whole file to do so,
+    /// and rolls back commits that were not synced.
+    pub fn repaired(&self) -> bool {
+        self.repaired
     }
 
     /// Closes the file: pending commits become durable and the file is

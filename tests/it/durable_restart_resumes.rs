@@ -92,3 +92,33 @@ fn a_damaged_database_is_refused_at_start_and_by_replay() {
     }
     assert!(refused > 0, "no damaged page reached redb's panics");
 }
+
+/// What the node logs when it starts on a data dir left open.
+const NOT_CLEAN: &str = "was not closed cleanly";
+
+#[test]
+fn only_a_kill_leaves_the_data_dir_to_be_repaired_not_a_failed_start() {
+    let mut node = TestNode::dev();
+    assert!(node.terminate().success());
+    // A first start that fails once it has written genesis: its RPC port
+    // is taken.
+    std::fs::remove_dir_all(node.data_dir()).unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["node", "--data-dir"])
+        .arg(node.data_dir())
+        .args(["--rpc-addr", &taken.local_addr().unwrap().to_string(), "--metrics-addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("cannot serve JSON-RPC"), "{stderr}");
+    // The file it left needs no repair.
+    node.restart().unwrap();
+    assert!(!node.log().contains(NOT_CLEAN), "{}", node.log());
+    // After a kill with commits since the start, the node says it
+    // repaired the file (restart kills), and lost nothing synced.
+    node.receipt(&node.send(&transfer(&dev(0), 0, random_signer().address(), 1)).unwrap());
+    node.restart().unwrap();
+    assert!(node.log().contains(NOT_CLEAN), "{}", node.log());
+    assert_eq!(node.nonce(dev(0).address(), "latest"), 1);
+}

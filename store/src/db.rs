@@ -161,8 +161,9 @@ impl Db {
         }
     }
 
-    /// Opens an existing database without writing to it (replay). A
-    /// damaged file is refused with [`StoreError::Corrupt`] (see
+    /// Opens an existing database to read it (replay); the only write is
+    /// redb's repair of a file left open by a crash. A damaged file is
+    /// refused with [`StoreError::Corrupt`] (see
     /// [`crate::guard`]); later reads of a damaged file may still panic, so
     /// a caller reading it whole guards its reads too.
     pub fn open_existing(dir: &Path) -> Result<(Db, ChainIdentity, u64), StoreError> {

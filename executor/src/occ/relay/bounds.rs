@@ -68,7 +68,9 @@ const OPEN: usize = 1 << (usize::BITS - 1);
 const RUNWAY_TXS: usize = 6;
 
 /// The longest a chunk no one ended may grow: a longer chunk misses more
-/// of what the other worker changes, and runs again more.
+/// of what the other worker changes, and runs again more. (One ended by
+/// the other worker just before it reached this grows a runway past where
+/// it was: up to `MAX_CHUNK_TXS + RUNWAY_TXS - 1`.)
 const MAX_CHUNK_TXS: usize = 4 * CHUNK_TXS;
 
 impl Bounds {
@@ -207,7 +209,9 @@ mod tests {
     fn an_end_is_never_before_a_started_transaction() {
         // The two workers race: one runs chunk 1, the other ends it at
         // some moment; whatever the interleaving, the chunk runs to a
-        // runway past where it was, never less.
+        // runway past where it was, never less. (An ender late enough
+        // finds the runner just short of the limit, and the runway takes
+        // the chunk past it: CI saw 67 once, in a debug build.)
         for _ in 0..200 {
             let bounds = Bounds::new(10_000, 2);
             let started = AtomicUsize::new(0);
@@ -221,7 +225,7 @@ mod tests {
                 let end = run(&bounds, 1, 0, |x| started.store(x, Ordering::Release));
                 let fixed = bounds.wait_end(1, &AtomicBool::new(false));
                 assert_eq!(fixed, Some(end));
-                assert!(end > 20 && end <= MAX_CHUNK_TXS, "{end}");
+                assert!(end > 20 && end < MAX_CHUNK_TXS + RUNWAY_TXS, "{end}");
             });
         }
     }

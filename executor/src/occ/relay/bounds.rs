@@ -68,9 +68,8 @@ const OPEN: usize = 1 << (usize::BITS - 1);
 const RUNWAY_TXS: usize = 6;
 
 /// The longest a chunk no one ended may grow: a longer chunk misses more
-/// of what the other worker changes, and runs again more. (One ended by
-/// the other worker just before it reached this grows a runway past where
-/// it was: up to `MAX_CHUNK_TXS + RUNWAY_TXS - 1`.)
+/// of what the other worker changes, and runs again more. An end fixed by
+/// the other worker is capped here too: its worker is always short of it.
 const MAX_CHUNK_TXS: usize = 4 * CHUNK_TXS;
 
 impl Bounds {
@@ -99,7 +98,7 @@ impl Bounds {
     /// last transaction).
     pub(super) fn end(&self, k: usize, start: usize) {
         if let Some(slot) = self.ends.get(k) {
-            slot.fix(|at| (at.max(start) + RUNWAY_TXS).min(self.txs));
+            slot.fix(|at| (at.max(start) + RUNWAY_TXS).min(start + MAX_CHUNK_TXS).min(self.txs));
         }
     }
 
@@ -198,6 +197,19 @@ mod tests {
     }
 
     #[test]
+    fn an_end_fixed_near_the_limit_stops_at_it() {
+        let bounds = Bounds::new(1_000, 2);
+        // The worker is at 61 when the other ends its chunk: a runway
+        // would take it to 67, the limit stops it at 64.
+        let end = run(&bounds, 0, 0, |x| {
+            if x == MAX_CHUNK_TXS - 3 {
+                bounds.end(0, 0);
+            }
+        });
+        assert_eq!(end, MAX_CHUNK_TXS);
+    }
+
+    #[test]
     fn with_more_workers_chunks_are_fixed() {
         let bounds = Bounds::new(100, 3);
         bounds.end(1, 16);
@@ -209,9 +221,9 @@ mod tests {
     fn an_end_is_never_before_a_started_transaction() {
         // The two workers race: one runs chunk 1, the other ends it at
         // some moment; whatever the interleaving, the chunk runs to a
-        // runway past where it was, never less. (An ender late enough
-        // finds the runner just short of the limit, and the runway takes
-        // the chunk past it: CI saw 67 once, in a debug build.)
+        // runway past where it was, never less, and never past the limit
+        // (an ender late enough finds the runner just short of it: before
+        // the cap, CI saw 67 once, in a debug build).
         for _ in 0..200 {
             let bounds = Bounds::new(10_000, 2);
             let started = AtomicUsize::new(0);
@@ -225,7 +237,7 @@ mod tests {
                 let end = run(&bounds, 1, 0, |x| started.store(x, Ordering::Release));
                 let fixed = bounds.wait_end(1, &AtomicBool::new(false));
                 assert_eq!(fixed, Some(end));
-                assert!(end > 20 && end < MAX_CHUNK_TXS + RUNWAY_TXS, "{end}");
+                assert!(end > 20 && end <= MAX_CHUNK_TXS, "{end}");
             });
         }
     }

@@ -26,6 +26,7 @@ pub mod journal;
 pub mod keccak;
 pub mod occ;
 mod overlay;
+mod prefetch;
 pub mod sequential;
 pub mod stats;
 pub mod testing;

@@ -302,6 +302,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
                 let chunk = (&txs[start..x], &mut runs[..], filters.take());
                 making = Some(correct_now(&mut lane, shared, (k, n), chunk)?);
             }
+            crate::prefetch::ahead(txs, x);
             match &mut making {
                 Some(making) => making.exact(&mut lane, shared, x - start, &txs[x])?,
                 None => runs.push(lane.execute(&txs[x])?),

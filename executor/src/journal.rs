@@ -78,6 +78,11 @@ impl<'a> StartDb<'a> {
     pub(crate) fn into_tables(self) -> StartTables {
         StartTables { accounts: self.accounts, slots: self.slots }
     }
+
+    /// Its tables, for a later block, leaving it empty ones.
+    pub(crate) fn take_tables(&mut self) -> StartTables {
+        StartTables { accounts: std::mem::take(&mut self.accounts), slots: std::mem::take(&mut self.slots) }
+    }
 }
 
 /// A journal's tables, kept by each thread from block to block: grown once

@@ -137,12 +137,6 @@ impl<'a> Lane<'a> {
         Ok(Lane { evm, coinbase: header.coinbase, reads: Vec::new(), writes: Vec::new() })
     }
 
-    /// Hands the lane's tables to this thread's next journal.
-    pub(crate) fn keep_tables(self) {
-        let journal = self.evm.ctx.journaled_state;
-        crate::journal::keep_tables(journal.inner.state, journal.database.start.into_tables());
-    }
-
     /// Forgets the logs of the runs of the last chunk.
     pub(crate) fn clear_logs(&mut self) {
         self.reads.clear();
@@ -362,6 +356,21 @@ impl<'a> Lane<'a> {
     }
 }
 
+impl Drop for Lane<'_> {
+    /// Hands the lane's tables to this thread's next journal, however the
+    /// lane ends. A block lanes give up on (found contended, or doing what
+    /// they do not model) runs in order next, on this same thread: on
+    /// fresh tables, grown by doubling as it loads, that run of a counter
+    /// block took ~1 ms (~18%) longer than on kept ones.
+    fn drop(&mut self) {
+        let journal = &mut self.evm.ctx.journaled_state;
+        crate::journal::keep_tables(
+            std::mem::take(&mut journal.inner.state),
+            journal.database.start.take_tables(),
+        );
+    }
+}
+
 /// The account in the journal's `state`, loaded from the block-start state
 /// if it is not there yet; cold for the next transaction.
 fn load<'s>(
@@ -417,5 +426,50 @@ pub(crate) fn gas_limit(prepared: &PreparedTx) -> Option<u64> {
     match prepared {
         PreparedTx::Ready(tx) => Some(tx.tx.gas_limit()),
         PreparedTx::Invalid { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use alloy_primitives::B256;
+    use sluice_messages::{BlockHeader, SealedBlock};
+
+    use super::*;
+    use crate::testing::MemState;
+
+    #[test]
+    fn a_lane_given_up_leaves_its_tables_to_the_thread() {
+        // A lane that ends early (its block found contended) is dropped,
+        // not kept by hand: its tables must still go to the in-order run
+        // that follows on this thread.
+        let header = BlockHeader {
+            number: 1,
+            parent_hash: B256::ZERO,
+            timestamp: 1,
+            coinbase: Address::repeat_byte(0xc0),
+            gas_limit: 30_000_000,
+            base_fee: 1,
+            tx_root: B256::ZERO,
+        };
+        let block = PreparedBlock {
+            block: Arc::new(SealedBlock { header, hash: B256::ZERO, txs: Vec::new() }),
+            txs: Vec::new(),
+        };
+        let mut state = MemState::new();
+        let addresses: Vec<Address> =
+            (0..100u64).map(|i| Address::left_padding_from(&i.to_be_bytes())).collect();
+        for a in &addresses {
+            state.set_account(*a, U256::from(1), 0);
+        }
+        drop(crate::journal::take_tables());
+        let mut lane = Lane::new(&state, &ExecConfig::new(1), &block).expect("a lane");
+        for a in &addresses {
+            lane.account(*a).expect("loads");
+        }
+        drop(lane);
+        let kept = crate::journal::take_tables();
+        assert!(kept.state.is_empty() && kept.state.capacity() >= addresses.len());
     }
 }

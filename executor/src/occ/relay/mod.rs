@@ -365,7 +365,6 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
             Err(e) => return Err(Stop::Failed(e)),
         }
     }
-    lane.keep_tables();
     Ok(())
 }
 

@@ -129,8 +129,10 @@ use sluice_store::StateReader;
 use threads::Workers;
 
 use crate::{
-    journal::execute_block_one_journal, sequential::execute_block, stats::SequentialReason, BlockExecutor,
-    BlockOutcome, ExecConfig, ExecError,
+    journal::execute_block_one_journal,
+    sequential::execute_block,
+    stats::{ExecMode, SequentialReason},
+    BlockExecutor, BlockOutcome, ExecConfig, ExecError,
 };
 
 /// The parallel executor behind [`BlockExecutor`].
@@ -253,7 +255,12 @@ impl OccExecutor {
                     outcome
                 }
             };
-            lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed());
+            let given_up =
+                mode == Mode::Parallel && matches!(outcome.stats.mode, ExecMode::Sequential { .. });
+            match given_up {
+                true => lock(&self.chooser).record_given_up(outcome.gas_used, start.elapsed()),
+                false => lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed()),
+            }
             return Ok(outcome);
         };
         let mut outcome = self.in_order(state, block)?;

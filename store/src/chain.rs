@@ -345,7 +345,7 @@ impl Store {
                 return Some(Arc::clone(b));
             }
         }
-        self.disk()?.block(number).ok().flatten().map(Arc::new)
+        self.read_disk(|db| db.block(number)).map(Arc::new)
     }
 
     /// A committed block by hash.
@@ -353,7 +353,7 @@ impl Store {
         let cached = self.inner.read().by_hash.get(hash).copied();
         let number = match cached {
             Some(n) => n,
-            None => self.disk()?.block_number(hash).ok().flatten()?,
+            None => self.read_disk(|db| db.block_number(hash))?,
         };
         self.block(number)
     }
@@ -364,7 +364,7 @@ impl Store {
         let loc = match cached {
             Some(loc) => loc,
             None => {
-                let (block, index) = self.disk()?.tx_location(hash).ok().flatten()?;
+                let (block, index) = self.read_disk(|db| db.tx_location(hash))?;
                 TxLocation { block, index }
             }
         };
@@ -387,6 +387,19 @@ impl Store {
     /// Size of the database file (0 in memory).
     pub fn db_bytes(&self) -> u64 {
         self.disk().map_or(0, |db| db.size_bytes())
+    }
+
+    /// What `read` finds in the file, if this store is durable and not
+    /// closed. A failed read (a damaged page, a disk error) is latched
+    /// like a failed commit: the store halts with the reason, since a file
+    /// that fails reads of committed blocks is not one to commit more to,
+    /// and the caller sees the block as not found.
+    fn read_disk<T>(&self, read: impl FnOnce(&Db) -> Result<Option<T>, StoreError>) -> Option<T> {
+        let found = read(&*self.disk()?);
+        found.unwrap_or_else(|e| {
+            self.halt(e.to_string());
+            None
+        })
     }
 
     /// The open database, if this store is durable and not closed.
@@ -500,6 +513,18 @@ impl Store {
             }
         }
         Some(out)
+    }
+}
+
+impl Drop for Store {
+    /// Closes the file if [`Store::close`] was not called (a store dropped
+    /// by a test, or by a node that failed to start): through
+    /// [`Db::close`], so damage redb finds while closing is an error here,
+    /// not a panic in a destructor, which during another panic's unwinding
+    /// would abort the process. The error has no one to go to: the file is
+    /// as damaged as it was, and the next open reports it.
+    fn drop(&mut self) {
+        let _ = self.close();
     }
 }
 

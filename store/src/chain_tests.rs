@@ -251,3 +251,59 @@ fn a_file_left_open_is_repaired_at_open_and_a_closed_one_is_not() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+#[test]
+fn a_page_damaged_under_an_open_store_fails_reads_never_with_a_panic() {
+    // Opening reads the state and the recent blocks; older blocks are read
+    // from the file when asked for (an RPC call), and redb panics on some
+    // damage there too. Each page in turn is damaged under a freshly
+    // opened store (its page cache holding only what opening read).
+    let dir = temp_dir("damaged-open");
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    build(&store, 12);
+    let hashes: Vec<B256> = (1..=12).map(|n| store.block(n).unwrap().block.hash).collect();
+    store.close().unwrap();
+    drop(store);
+    let path = dir.join(crate::db::DB_FILE);
+    let good = std::fs::read(&path).unwrap();
+    let (mut panics, mut failed, mut pages, mut reasons) = (0, 0, 0, Vec::new());
+    for page in 0..good.len() / 4096 {
+        std::fs::write(&path, &good).unwrap();
+        // No page cache: every read goes to the file.
+        let uncached = DurableOptions { db_cache_bytes: 0, ..opts(&dir, SyncPolicy::EveryBlock) };
+        let store = Store::open(&genesis(1), &uncached).unwrap();
+        {
+            use std::io::{Seek, Write};
+            let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.seek(std::io::SeekFrom::Start(page as u64 * 4096)).unwrap();
+            file.write_all(&vec![0x5a; if std::env::var("ALL").is_ok() { good.len() } else { 4096 }])
+                .unwrap();
+        }
+        pages += 1;
+        let before = failed;
+        for (i, hash) in hashes.iter().enumerate() {
+            let n = i as u64 + 1;
+            let reads = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (
+                    store.block(n).map(|b| b.block.hash),
+                    store.block_by_hash(hash).map(|b| b.block.header.number),
+                )
+            }));
+            match reads {
+                Err(_) => panics += 1,
+                Ok((Some(h), Some(m))) if h == *hash && m == n => {}
+                Ok(_) => failed += 1,
+            }
+        }
+        // A failed read halts the store, with the reason.
+        assert_eq!(store.halted().is_some(), failed > before, "{:?}", store.halted());
+        reasons.extend(store.halted());
+        drop(store);
+    }
+    // Unguarded, 40 reads panicked here (an unreachable page type in a
+    // tree), and closing the store panicked on the first damaged page.
+    assert_eq!(panics, 0, "{panics} reads panicked over {pages} damaged pages");
+    assert!(failed > 0, "some damage must be found over {pages} pages");
+    assert!(reasons.iter().any(|r| r.contains("chain.redb is damaged")), "{reasons:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}

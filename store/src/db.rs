@@ -183,14 +183,26 @@ impl Db {
         Ok((me, id, head))
     }
 
+    /// Runs `f` in a read transaction. redb panics on some damage it
+    /// finds in a page (an unreachable page type), and a page may be read
+    /// for the first time long after the file was opened (an old block an
+    /// RPC call asks for): such a panic becomes `StoreError::Corrupt`.
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&redb::ReadTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        crate::guard::guarded(&self.path, || f(&self.db.begin_read().map_err(io)?))
+    }
+
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let r = self.db.begin_read().map_err(io)?;
-        let t = match r.open_table(META) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(io(e)),
-        };
-        Ok(t.get(key).map_err(io)?.map(|v| v.value().to_vec()))
+        self.read(|r| {
+            let t = match r.open_table(META) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(io(e)),
+            };
+            Ok(t.get(key).map_err(io)?.map(|v| v.value().to_vec()))
+        })
     }
 
     fn meta_u64(&self, key: &str) -> Result<Option<u64>, StoreError> {
@@ -272,6 +284,18 @@ impl Db {
         changes: &ChangeSet,
         code_hashes: &[B256],
     ) -> Result<bool, StoreError> {
+        // A write reads pages too (the tables' trees, the allocator's
+        // state): damage found there panics as on a read.
+        let path = self.path.clone();
+        crate::guard::guarded(&path, || self.write_block_unguarded(stored, changes, code_hashes))
+    }
+
+    fn write_block_unguarded(
+        &mut self,
+        stored: &StoredBlock,
+        changes: &ChangeSet,
+        code_hashes: &[B256],
+    ) -> Result<bool, StoreError> {
         let n = stored.block.header.number;
         // Genesis is always synced: everything after builds on it.
         let sync = n == 0
@@ -339,18 +363,24 @@ impl Db {
 
     /// A stored block with its results.
     pub fn block(&self, n: u64) -> Result<Option<StoredBlock>, StoreError> {
-        let r = self.db.begin_read().map_err(io)?;
-        let Some(block) = r.open_table(BLOCKS).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec())
-        else {
+        let bytes = self.read(|r| {
+            let Some(block) =
+                r.open_table(BLOCKS).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec())
+            else {
+                return Ok(None);
+            };
+            let results = r
+                .open_table(RESULTS)
+                .map_err(io)?
+                .get(n)
+                .map_err(io)?
+                .map(|v| v.value().to_vec())
+                .ok_or_else(|| corrupt(format!("block {n} has no results")))?;
+            Ok(Some((block, results)))
+        })?;
+        let Some((block, results)) = bytes else {
             return Ok(None);
         };
-        let results = r
-            .open_table(RESULTS)
-            .map_err(io)?
-            .get(n)
-            .map_err(io)?
-            .map(|v| v.value().to_vec())
-            .ok_or_else(|| corrupt(format!("block {n} has no results")))?;
         let block =
             SealedBlock::try_from(&wire::decode::<BlockProto>(&block).map_err(corrupt)?).map_err(corrupt)?;
         let results = wire::decode::<BlockResultsProto>(&results).map_err(corrupt)?;
@@ -367,9 +397,10 @@ impl Db {
 
     /// A block's change set.
     pub fn changes(&self, n: u64) -> Result<Option<ChangeSet>, StoreError> {
-        let r = self.db.begin_read().map_err(io)?;
-        let Some(bytes) = r.open_table(CHANGES).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec())
-        else {
+        let bytes = self.read(|r| {
+            Ok(r.open_table(CHANGES).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec()))
+        })?;
+        let Some(bytes) = bytes else {
             return Ok(None);
         };
         ChangeSet::try_from(&wire::decode::<ChangeSetProto>(&bytes).map_err(corrupt)?)
@@ -379,28 +410,34 @@ impl Db {
 
     /// The app hash the vault recorded for height `n`.
     pub fn vault(&self, n: u64) -> Result<Option<B256>, StoreError> {
-        let r = self.db.begin_read().map_err(io)?;
-        let t = match r.open_table(VAULT) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(io(e)),
-        };
-        let v = t.get(n).map_err(io)?;
-        v.map(|v| B256::try_from(v.value()).map_err(|_| corrupt("vault record"))).transpose()
+        self.read(|r| {
+            let t = match r.open_table(VAULT) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(io(e)),
+            };
+            let v = t.get(n).map_err(io)?;
+            v.map(|v| B256::try_from(v.value()).map_err(|_| corrupt("vault record"))).transpose()
+        })
     }
 
     /// Height of the block with this hash.
     pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StoreError> {
-        let r = self.db.begin_read().map_err(io)?;
-        Ok(r.open_table(BLOCK_BY_HASH).map_err(io)?.get(hash.as_slice()).map_err(io)?.map(|v| v.value()))
+        self.read(|r| {
+            Ok(r.open_table(BLOCK_BY_HASH).map_err(io)?.get(hash.as_slice()).map_err(io)?.map(|v| v.value()))
+        })
     }
 
     /// Block and receipt index of a committed transaction.
     pub fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StoreError> {
-        let r = self.db.begin_read().map_err(io)?;
-        let Some(v) =
-            r.open_table(TX_INDEX).map_err(io)?.get(hash.as_slice()).map_err(io)?.map(|v| v.value().to_vec())
-        else {
+        let v = self.read(|r| {
+            Ok(r.open_table(TX_INDEX)
+                .map_err(io)?
+                .get(hash.as_slice())
+                .map_err(io)?
+                .map(|v| v.value().to_vec()))
+        })?;
+        let Some(v) = v else {
             return Ok(None);
         };
         if v.len() != 12 {
@@ -428,6 +465,10 @@ impl Db {
     /// Closes the file: pending commits become durable and the file is
     /// marked cleanly closed (dropping it does the same, but silently).
     pub fn close(self) -> Result<(), StoreError> {
-        self.db.close().map_err(|e| StoreError::Io(format!("closing {}: {e}", self.path.display())))
+        // Closing writes the allocator's state, reading what it covers.
+        let path = self.path;
+        crate::guard::guarded(&path, || {
+            self.db.close().map_err(|e| StoreError::Io(format!("closing {}: {e}", path.display())))
+        })
     }
 }

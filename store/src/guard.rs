@@ -3,8 +3,9 @@
 //! redb returns errors for most damage it finds (a bad magic number, a file
 //! truncated below its layout), but panics on some: a failed assertion in
 //! its page allocator while loading a damaged allocator state, an
-//! unreachable page type. Opening a data dir, and reading a whole one
-//! (replay), run inside [`guarded`]: such a panic becomes
+//! unreachable page type. Opening a data dir, reading a whole one
+//! (replay), and every later read, write and close of the file run
+//! inside [`guarded`]: such a panic becomes
 //! [`StoreError::Corrupt`] with redb's message, and the default panic hook
 //! stays quiet on that thread meanwhile, so the operator reads one clear
 //! error instead of a backtrace. Panics on other threads, and outside

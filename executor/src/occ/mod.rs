@@ -257,9 +257,10 @@ impl OccExecutor {
             };
             let given_up =
                 mode == Mode::Parallel && matches!(outcome.stats.mode, ExecMode::Sequential { .. });
-            match given_up {
-                true => lock(&self.chooser).record_given_up(outcome.gas_used, start.elapsed()),
-                false => lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed()),
+            if given_up {
+                lock(&self.chooser).record_given_up(outcome.gas_used, start.elapsed());
+            } else {
+                lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed());
             }
             return Ok(outcome);
         };

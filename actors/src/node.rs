@@ -395,6 +395,7 @@ fn install_faults(cfg: &Config, store: &Arc<Store>) -> Result<(), NodeError> {
 fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: Arc<Store>) {
     actix_rt::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_millis(500));
+        let mut was_halted = false;
         loop {
             tick.tick().await;
             for p in &probes {
@@ -402,7 +403,14 @@ fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: 
             }
             metrics::gauge!(m::MEMPOOL_TXS).set(counters.len() as f64);
             metrics::gauge!(m::MEMPOOL_BYTES).set(counters.bytes() as f64);
-            metrics::gauge!(m::STORE_HALTED).set(if store.halted().is_some() { 1.0 } else { 0.0 });
+            let halted = store.halted();
+            // Said once, whoever halted it: a read of a damaged file halts
+            // the store from an RPC call, which has no one else to tell.
+            if let (Some(reason), false) = (&halted, was_halted) {
+                tracing::error!(%reason, "the store halted: writes stopped, reads of memory go on");
+            }
+            was_halted = halted.is_some();
+            metrics::gauge!(m::STORE_HALTED).set(if was_halted { 1.0 } else { 0.0 });
             metrics::gauge!(m::STORE_DB_BYTES).set(store.db_bytes() as f64);
             crate::process_metrics::sample();
         }

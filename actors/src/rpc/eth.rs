@@ -10,7 +10,7 @@ use sluice_store::{StateReader, StoredBlock};
 use tokio::sync::oneshot;
 
 use super::{
-    error::{RpcError, SERVER_ERROR},
+    error::{RpcError, INTERNAL_ERROR, SERVER_ERROR},
     format::{self, hex_u128, hex_u256, hex_u64, TxPosition},
     params::{self, BlockId, Params},
     RpcState,
@@ -224,12 +224,29 @@ fn base_fee(s: &RpcState) -> u64 {
 
 /// Resolves a block selector against the committed chain.
 fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, RpcError> {
-    Ok(match id {
-        BlockId::Latest | BlockId::Pending => Some(s.store.head_block()),
-        BlockId::Earliest => s.store.block(0),
-        BlockId::Number(n) => s.store.block(n),
-        BlockId::Hash(h) => s.store.block_by_hash(&h),
-    })
+    let number = match id {
+        BlockId::Latest | BlockId::Pending => return Ok(Some(s.store.head_block())),
+        BlockId::Hash(h) => return Ok(s.store.block_by_hash(&h)),
+        BlockId::Earliest => 0,
+        BlockId::Number(n) => n,
+    };
+    // The head first: it only grows, so a block at or below it exists.
+    if number > s.store.head() {
+        return Ok(None);
+    }
+    match s.store.block(number) {
+        Some(block) => Ok(Some(block)),
+        // Committed, yet not readable: the read failed (and halted the
+        // store, with the reason) or the store is closing. Say so, rather
+        // than answer that the block does not exist.
+        None => Err(RpcError::new(
+            INTERNAL_ERROR,
+            format!(
+                "block {number} could not be read: {}",
+                s.store.halted().unwrap_or_else(|| "the store is closed".into())
+            ),
+        )),
+    }
 }
 
 /// State reads are served at the head only: sluice keeps current state, not

@@ -74,11 +74,6 @@ impl<'a> StartDb<'a> {
         }
     }
 
-    /// Its tables, for a later block.
-    pub(crate) fn into_tables(self) -> StartTables {
-        StartTables { accounts: self.accounts, slots: self.slots }
-    }
-
     /// Its tables, for a later block, leaving it empty ones.
     pub(crate) fn take_tables(&mut self) -> StartTables {
         StartTables { accounts: std::mem::take(&mut self.accounts), slots: std::mem::take(&mut self.slots) }
@@ -236,7 +231,7 @@ pub fn execute_block_one_journal(
         // pass read every transaction from memory, ~50 us for 5,000. The
         // thread keeps its tables all the same.
         if sets_code(prepared) {
-            keep_tables(evm.finalize(), evm.ctx.journaled_state.database.into_tables());
+            keep_tables(evm.finalize(), evm.ctx.journaled_state.database.take_tables());
             return Ok(None);
         }
         let Some((tx, env)) = tally.applicable(prepared, header.gas_limit) else {
@@ -252,7 +247,7 @@ pub fn execute_block_one_journal(
     }
     let state = evm.finalize();
     let changes = change_set(&evm.ctx.journaled_state.database, &state)?;
-    keep_tables(state, evm.ctx.journaled_state.database.into_tables());
+    keep_tables(state, evm.ctx.journaled_state.database.take_tables());
     let Some(changes) = changes else {
         return Ok(None);
     };

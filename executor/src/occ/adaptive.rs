@@ -202,15 +202,27 @@ fn faster(ratio: f64) -> Mode {
 mod tests {
     use super::*;
 
-    fn run(chooser: &mut Chooser, blocks: usize, parallel_ns: u64, in_order_ns: u64) -> Vec<Mode> {
+    /// Runs `blocks` blocks, each in the mode the chooser picks, recorded
+    /// by `record(chooser, block, mode)`; the modes picked.
+    fn drive(
+        chooser: &mut Chooser,
+        blocks: usize,
+        mut record: impl FnMut(&mut Chooser, usize, Mode),
+    ) -> Vec<Mode> {
         (0..blocks)
-            .map(|_| {
+            .map(|b| {
                 let mode = chooser.choose();
-                let ns = if mode == Mode::Parallel { parallel_ns } else { in_order_ns };
-                chooser.record(mode, 1_000, Duration::from_nanos(ns));
+                record(chooser, b, mode);
                 mode
             })
             .collect()
+    }
+
+    fn run(chooser: &mut Chooser, blocks: usize, parallel_ns: u64, in_order_ns: u64) -> Vec<Mode> {
+        drive(chooser, blocks, |chooser, _, mode| {
+            let ns = if mode == Mode::Parallel { parallel_ns } else { in_order_ns };
+            chooser.record(mode, 1_000, Duration::from_nanos(ns));
+        })
     }
 
     #[test]
@@ -261,17 +273,10 @@ mod tests {
     fn blocks_given_up_on_run_in_order_when_that_is_faster_at_all() {
         // Speculation gives every block up, and with its attempt takes
         // 1.08x in order: within the margin, but no core was used.
-        let mut chooser = Chooser::new(8);
-        let modes: Vec<Mode> = (0..40)
-            .map(|_| {
-                let mode = chooser.choose();
-                match mode {
-                    Mode::Parallel => chooser.record_given_up(1_000, Duration::from_nanos(1_080)),
-                    Mode::InOrder => chooser.record(mode, 1_000, Duration::from_nanos(1_000)),
-                }
-                mode
-            })
-            .collect();
+        let modes = drive(&mut Chooser::new(8), 40, |chooser, _, mode| match mode {
+            Mode::Parallel => chooser.record_given_up(1_000, Duration::from_nanos(1_080)),
+            Mode::InOrder => chooser.record(mode, 1_000, Duration::from_nanos(1_000)),
+        });
         let parallel = modes[3..].iter().filter(|m| **m == Mode::Parallel).count();
         assert!(parallel <= 3, "only the explorations: {modes:?}");
         // Recorded as an ordinary parallel block, it stays parallel.
@@ -350,19 +355,14 @@ mod tests {
         // Only the bootstrap's in-order block and explorations run in
         // order. (Taking the first ratio against block 0 ran 17 of 40 in
         // order.)
-        let mut chooser = Chooser::new(8);
-        let modes: Vec<Mode> = (0..40)
-            .map(|b| {
-                let mode = chooser.choose();
-                let ns = match (b, mode) {
-                    (0, _) => 3_000,
-                    (_, Mode::Parallel) => 1_000,
-                    (_, Mode::InOrder) => 1_300,
-                };
-                chooser.record(mode, 1_000, Duration::from_nanos(ns));
-                mode
-            })
-            .collect();
+        let modes = drive(&mut Chooser::new(8), 40, |chooser, b, mode| {
+            let ns = match (b, mode) {
+                (0, _) => 3_000,
+                (_, Mode::Parallel) => 1_000,
+                (_, Mode::InOrder) => 1_300,
+            };
+            chooser.record(mode, 1_000, Duration::from_nanos(ns));
+        });
         assert_eq!(modes.iter().filter(|m| **m == Mode::InOrder).count(), 2, "{modes:?}");
     }
 

@@ -3,6 +3,55 @@
 //! Plain functions, no actors: the finalizer drives a [`BlockExecutor`], the
 //! RPC layer calls [`call()`] and [`estimate_gas`].
 //!
+//! # Invariants
+//!
+//! - Every executor's outcome (receipts, skips, gas used, change set) equals
+//!   the sequential executor's ([`execute_block`], the oracle) on every
+//!   block; only [`ExecStats`] says which path ran. Where a faster path
+//!   cannot be sure, it declines and a slower one runs, never a guess.
+//! - A block is executed on the state after its parent (the caller executes
+//!   blocks in order); nothing here writes state, an outcome is a change
+//!   set for the store to apply.
+//!
+//! # Which path a block takes
+//!
+//! [`OccExecutor::execute_block`], as the node configures it (adaptive,
+//! lanes on). A block is executed at most once per box on its path, so at
+//! most five times; every box but the last may give up part-way or, for
+//! lanes and the one journal, decline at the end, and then the block is
+//! executed again, from its start, by the box the arrow leads to.
+//!
+//! ```text
+//!  block, on its parent's state
+//!    |-- fewer than min_parallel_txs -----------------------------------+
+//!    |-- all plain transfers --> occ/scheduled/ ------------> done      |
+//!    |                             | abandoned: state rules one out     |
+//!    |<----------------------------+                                    |
+//!    |-- one worker ----------------------------------------------------+
+//!    |-- the chooser (occ/adaptive.rs) picks in order ------------------+
+//!    v                                                                  |
+//!  lanes (occ/relay/) ------------------------------------> done        |
+//!    | declined: creation, self-destruct,    | contended: over half     |
+//!    | EIP-7702, touched empty, gas left     | conflict, from tx 64 ----+
+//!    v                                                                  |
+//!  multi-version engine (occ/engine.rs) ------------------> done        |
+//!    | contended in its first 64 commits,    (contended later, or a tx  |
+//!    | coinbase created or deleted            at max_incarnations: the  |
+//!    |                                        commit runs the rest in   |
+//!    |                                        order, same attempt)      |
+//!    +<-----------------------------------------------------------------+
+//!    v
+//!  one journal (journal.rs) -------------------------------> done
+//!    | declined: creation, self-destruct, EIP-7702, touched empty
+//!    v
+//!  sequential.rs (the oracle) -----------------------------> done
+//! ```
+//!
+//! With lanes off (or `max_incarnations` below 2) the parallel branch starts
+//! at the multi-version engine; with the chooser off it always speculates.
+//! Within one attempt, lanes execute a transaction at most twice, the
+//! multi-version engine at most `max_incarnations` times.
+//!
 //! Layout:
 //! - [`sequential`]: the in-order executor and the exact definition of a
 //!   block's results (skips, receipts, change set).
@@ -11,12 +60,16 @@
 //!   the sequential executor, or declines the block.
 //! - [`occ`]: the ordered optimistic-concurrency (Block-STM style) executor,
 //!   whose results equal the sequential executor's.
+//! - [`keccak`]: a KECCAK256 instruction that remembers recent 64-byte
+//!   preimages (mapping slots), installed by every executor but the oracle.
 //! - [`stats`]: per-block execution statistics returned with each outcome.
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - `env` (private): translation of headers, config and transactions into
 //!   revm environments. `overlay` (private): the block's working state.
+//!   `prefetch` (private): the in-order loops' prefetch of the next
+//!   transactions.
 
 pub mod call;
 pub mod db;

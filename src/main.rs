@@ -11,6 +11,8 @@ use clap::{Args, Parser, Subcommand};
 use sluice_actors::Node;
 use sluice_config::{Config, Overrides};
 
+mod validator;
+
 /// Blocks allocate on one thread (workers, HTTP) and free on another
 /// (committer): mimalloc frees across threads without glibc's arena locks
 /// and keeps freed memory for reuse instead of faulting in fresh pages for
@@ -41,6 +43,16 @@ enum Command {
     /// Offer load to a JSON-RPC node (sluice, anvil, ...) on 127.0.0.1, or
     /// write a genesis funding the load's sender keys.
     Load(sluice_load::LoadCommand),
+    /// A network of validators on one machine or several.
+    #[command(subcommand)]
+    Testnet(TestnetCommand),
+}
+
+#[derive(Subcommand)]
+enum TestnetCommand {
+    /// Write a validator set (DIR/validators.toml) and each validator's
+    /// config and key (DIR/v{i}/), and print the commands that start them.
+    Init(validator::InitArgs),
 }
 
 /// Flags override, in order: built-in defaults < config/default.toml
@@ -113,6 +125,7 @@ fn main() -> anyhow::Result<()> {
         Command::Node(args) => run_node(args.load()?),
         Command::Replay(args) => run_replay(&args),
         Command::Load(cmd) => Ok(sluice_load::main(cmd)?),
+        Command::Testnet(TestnetCommand::Init(args)) => validator::init(&args),
     }
 }
 
@@ -142,6 +155,11 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Default log filter: sluice at info; the consensus engine's own crates
+/// only from warn (at info they log every archive they open per view).
+const DEFAULT_LOG: &str = "info,commonware_consensus=warn,commonware_p2p=warn,commonware_runtime=warn,\
+commonware_storage=warn,commonware_broadcast=warn,commonware_resolver=warn,commonware_stream=warn";
+
 fn run_node(cfg: Config) -> anyhow::Result<()> {
     // Logs go to stderr (stdout carries the one "listening" line scripts
     // wait for), without colour codes unless stderr is a terminal.
@@ -149,7 +167,7 @@ fn run_node(cfg: Config) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG.into()),
         )
         .init();
     // Installed before the actor system so the exporter gets its own
@@ -157,15 +175,40 @@ fn run_node(cfg: Config) -> anyhow::Result<()> {
     sluice_actors::metrics::install(cfg.metrics.addr)
         .with_context(|| format!("cannot serve metrics on {}", cfg.metrics.addr))?;
     tracing::info!(metrics = %cfg.metrics.addr, "serving Prometheus metrics at /metrics");
+    // Checked before anything starts: a validator whose set, key, rules or
+    // genesis disagree with the others' is refused at once.
+    let prepared = if cfg.is_validator() { Some(validator::prepare(&cfg)?) } else { None };
     let system = actix_rt::System::new();
     let result: anyhow::Result<()> = system.block_on(async move {
         let mut signals = Signals::install();
-        let node = Node::start(cfg).await?;
-        // The line tests and scripts wait for: the bound address (the
-        // configured port may be 0).
+        let Some(prepared) = prepared else {
+            let node = Node::start(cfg).await?;
+            // The line tests and scripts wait for: the bound address (the
+            // configured port may be 0).
+            println!("sluice: JSON-RPC listening on http://{}", node.rpc_addr);
+            signals.wait().await;
+            tracing::info!("shutting down: admission first, then the pipeline in order");
+            node.shutdown().await?;
+            return Ok(());
+        };
+        let (node, port) = Node::start_validator(cfg, prepared.network).await?;
+        sluice_consensus::describe_metrics();
+        let consensus = match sluice_consensus::spawn(prepared.consensus, validator::ActorBackend(port)) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = node.shutdown().await;
+                return Err(e.into());
+            }
+        };
         println!("sluice: JSON-RPC listening on http://{}", node.rpc_addr);
         signals.wait().await;
-        tracing::info!("shutting down: admission first, then the pipeline in order");
+        tracing::info!("shutting down: consensus first, then admission, then the pipeline in order");
+        // Consensus holds the pipeline's port: it must let go before the
+        // pipeline can drain.
+        let stopped = actix_rt::task::spawn_blocking(move || consensus.stop()).await;
+        if let Ok(Err(e)) = &stopped {
+            tracing::error!(error = %e, "consensus stopped with an error");
+        }
         node.shutdown().await?;
         Ok(())
     });

@@ -3,8 +3,12 @@
 //! Runs alone on its own OS thread. Commits executed blocks in order,
 //! chaining the app hash; then publishes the committed height (the
 //! finalizer drops the block from its overlay, RPC serves it), forgets the
-//! block's transactions from the in-flight index, and tells the nonce actor
-//! which senders progressed.
+//! block's transactions from the in-flight index, tells the nonce actor
+//! which senders progressed, and fires the block's [`Delivery`], if any
+//! (also when a retry finds the block already committed; never for a block
+//! that was not).
+//!
+//! [`Delivery`]: crate::protocol::Delivery
 //!
 //! A failed commit is latched by the store: this actor then refuses every
 //! later block, the finalizer stops executing, reads keep working, and the
@@ -20,6 +24,7 @@
 //! the same app hash again.)
 
 use std::{
+    collections::HashMap,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc,
@@ -28,6 +33,7 @@ use std::{
 };
 
 use actix::prelude::*;
+use alloy_primitives::Address;
 use sluice_store::Store;
 use tokio::sync::oneshot;
 
@@ -37,7 +43,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     pending::PendingTxs,
-    protocol::{CommitMsg, NonceMsg},
+    protocol::{CommitMsg, NonceMsg, SenderProgress},
     supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
 };
 
@@ -114,12 +120,7 @@ impl Committer {
     fn publish(&mut self, msg: &CommitMsg, start: Instant) {
         let number = msg.block.block.header.number;
         self.committed.store(number, Ordering::Release);
-        for r in &msg.block.receipts {
-            self.pending.remove(&r.tx_hash);
-        }
-        for (hash, _) in &msg.block.skipped {
-            self.pending.remove(hash);
-        }
+        let senders = self.forget_admitted(msg);
         metrics::histogram!(m::COMMIT_SECONDS).record(start.elapsed().as_secs_f64());
         metrics::gauge!(m::COMMITTED_HEIGHT).set(number as f64);
         metrics::counter!(m::TXS_INCLUDED).increment(msg.block.receipts.len() as u64);
@@ -127,10 +128,35 @@ impl Committer {
         if let Some(events) = &self.events {
             events.committed(number);
         }
-        let progress = NonceMsg::Executed { height: number, senders: msg.senders.clone() };
+        let progress = NonceMsg::Executed { height: number, senders };
         if self.nonce.send_blocking(progress).is_err() {
             tracing::warn!(number, "nonce actor stopped; progress not delivered");
         }
+        if let Some(delivery) = &msg.delivery {
+            delivery.fire();
+        }
+    }
+
+    /// Removes the block's transactions from the in-flight index and
+    /// answers each sender's progress counting only the transactions this
+    /// node admitted: those are the ones the nonce book holds in flight
+    /// (a block from another validator may carry others), and a second
+    /// publication of one block counts nothing again.
+    fn forget_admitted(&self, msg: &CommitMsg) -> Vec<SenderProgress> {
+        let b = &msg.block;
+        let mut ours: HashMap<Address, u32> = HashMap::with_capacity(msg.senders.len());
+        let hashes = b.receipts.iter().map(|r| &r.tx_hash).chain(b.skipped.iter().map(|(h, _)| h));
+        for hash in hashes {
+            if let Some(sender) = self.pending.remove_sender(hash) {
+                *ours.entry(sender).or_default() += 1;
+            }
+        }
+        // Senders with none of ours stay: their committed nonce still moves
+        // the book past nonces that arrived by another validator.
+        msg.senders
+            .iter()
+            .map(|s| SenderProgress { count: ours.get(&s.address).copied().unwrap_or(0), ..*s })
+            .collect()
     }
 }
 

@@ -381,6 +381,7 @@ mod tests {
 
     #[test]
     fn fail_next_k_times_then_disarm() {
+        let _hooks = crate::supervise::PROCESS_HOOKS.blocking_lock();
         // Sites no other unit test arms (the registry is process-wide).
         let p = point(Site::Preparer);
         p.set(Some(Spec { action: Action::Error, remaining: Some(2), shard: None }));

@@ -4,7 +4,9 @@
 //! blocks it has executed but store commit has not yet written, so block
 //! N+1 executes while block N is being committed; the commit mailbox holds
 //! `commit_mailbox_blocks`, which bounds the overlay too. Execution goes
-//! through the [`BlockExecutor`] interface (sequential today, OCC later).
+//! through the [`BlockExecutor`] interface: the node hands it an
+//! [`sluice_executor::OccExecutor`] (built in `node.rs`), whose outcome
+//! equals the sequential executor's.
 //!
 //! Faults are handled by [`run_blocking`]. A retry of the same block is
 //! exact: the overlay gains the block's layer only after execution
@@ -112,11 +114,14 @@ impl Finalizer {
                 app_hash: Default::default(),
             },
             senders,
+            delivery: None,
         })
     }
 
     /// Each sender of the block with its transaction count and its nonce
     /// after the block (read through the overlay, which now holds it).
+    /// Store commit narrows the count to the transactions this node
+    /// admitted.
     fn sender_progress(&self, block: &PreparedBlock) -> Vec<SenderProgress> {
         let mut counts: HashMap<Address, u32> = HashMap::new();
         for tx in &block.txs {
@@ -197,7 +202,8 @@ impl Stage for Finalizer {
         if self.overlay.base().halted().is_some() {
             return Ok(());
         }
-        if let Some(commit) = self.execute(&msg.block) {
+        if let Some(mut commit) = self.execute(&msg.block) {
+            commit.delivery = msg.delivery.clone();
             let number = commit.block.block.header.number;
             if self.commit.send_blocking(commit).is_err() {
                 tracing::error!(number, "store commit stopped; executed block not delivered");

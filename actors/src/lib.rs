@@ -13,6 +13,8 @@
 //!
 //! Layout:
 //! - [`node`]: assembly, threads and shutdown order.
+//! - [`port`]: [`ValidatorPort`], the handle consensus drives a validator's
+//!   pipeline through (build, restore, deliver, committed height).
 //! - [`protocol`]: the messages each actor accepts.
 //! - [`mailbox`]: bounded mailboxes with depth metrics.
 //! - [`admission`], [`recovery`], [`nonce`], [`shard`], [`producer`], [`preparer`],
@@ -37,6 +39,7 @@ pub mod metrics;
 pub mod node;
 pub mod nonce;
 pub mod pending;
+pub mod port;
 pub mod preparer;
 pub mod process_metrics;
 pub mod producer;
@@ -48,3 +51,6 @@ pub mod shard;
 pub mod supervise;
 
 pub use node::{build_genesis, Node, NodeError};
+pub use port::{PortClosed, ValidatorPort};
+pub use producer::ProducerMode;
+pub use protocol::{BuildReply, Delivery, Parent};

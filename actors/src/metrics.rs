@@ -49,6 +49,9 @@ pub const TXS_DROPPED: &str = "sluice_txs_dropped_total";
 pub const DROP_FAULT: &str = "fault_drop";
 /// `reason` of [`TXS_DROPPED`]: the node halted before they were committed.
 pub const DROP_HALTED: &str = "halted";
+/// `reason` of [`TXS_DROPPED`]: a failed proposal's transactions found the
+/// producer's mailbox full (or closed) on their way back to the mempool.
+pub const DROP_RESTORE_REFUSED: &str = "restore_refused";
 /// Time to execute a block.
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.

@@ -33,8 +33,9 @@ use crate::{
     metrics as m,
     nonce::{NonceActor, NonceDeps},
     pending::PendingTxs,
+    port::ValidatorPort,
     preparer::Preparer,
-    producer::{Parent, Producer, ProducerSettings},
+    producer::{Parent, Producer, ProducerMode, ProducerSettings},
     protocol::ProducerMsg,
     recovery::Recovery,
     rpc::{self, RpcState},
@@ -97,6 +98,9 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
         cache_blocks: cfg.store.cache_blocks,
         db_cache_bytes: cfg.store.db_cache_bytes,
         fail_commit_at: cfg.store.inject_commit_failure_at_height,
+        diverge_at: cfg.store.inject_app_hash_divergence_at_height,
+        // A single node's data dir; a validator network names its own.
+        network: String::new(),
     }
 }
 
@@ -152,10 +156,29 @@ impl Node {
     /// Starts every stage and the RPC server. Must run inside an actix
     /// system.
     pub async fn start(cfg: Config) -> Result<Node, NodeError> {
+        // The port is let go at once: only the producer feeds preparation.
+        Self::start_in(cfg, ProducerMode::Timer, String::new()).await.map(|(node, _port)| node)
+    }
+
+    /// Starts a validator: every stage as in [`Node::start`], but the
+    /// producer builds blocks only when consensus asks through the port, and
+    /// consensus delivers the decided blocks. [`Node::shutdown`] drains the
+    /// pipeline once the port and all its clones are gone.
+    /// `network` names the validator set in the data dir's identity, so a
+    /// single node's data dir, or another network's, is refused.
+    pub async fn start_validator(cfg: Config, network: String) -> Result<(Node, ValidatorPort), NodeError> {
+        Self::start_in(cfg, ProducerMode::OnRequest, network).await
+    }
+
+    async fn start_in(
+        cfg: Config,
+        mode: ProducerMode,
+        network: String,
+    ) -> Result<(Node, ValidatorPort), NodeError> {
         let dir = &cfg.store.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| NodeError::DataDir { path: dir.clone(), source })?;
         let genesis = build_genesis(&cfg)?;
-        let store = Arc::new(Store::open(&genesis, &durable_options(&cfg))?);
+        let store = Arc::new(Store::open(&genesis, &DurableOptions { network, ..durable_options(&cfg) })?);
         if store.repaired_at_open() {
             tracing::warn!(
                 data_dir = %dir.display(),
@@ -166,7 +189,7 @@ impl Node {
         // A start that fails from here on closes the file it opened, or the
         // next start would have to repair it (the stages started so far
         // hold the store as the process exits).
-        let started = Self::start_on(cfg, genesis, Arc::clone(&store)).await;
+        let started = Self::start_on(cfg, genesis, Arc::clone(&store), mode).await;
         if started.is_err() {
             let _ = close(&store);
         }
@@ -174,7 +197,12 @@ impl Node {
     }
 
     /// Starts the stages and the RPC server on an open store.
-    async fn start_on(cfg: Config, genesis: Genesis, store: Arc<Store>) -> Result<Node, NodeError> {
+    async fn start_on(
+        cfg: Config,
+        genesis: Genesis,
+        store: Arc<Store>,
+        mode: ProducerMode,
+    ) -> Result<(Node, ValidatorPort), NodeError> {
         install_faults(&cfg, &store)?;
         let head = store.head_block();
         let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: cfg.chain.spec };
@@ -269,13 +297,15 @@ impl Node {
                 },
                 coinbase: cfg.chain.coinbase,
                 base_fee: cfg.chain.base_fee_wei,
+                mode,
             };
             let parent = Parent {
                 number: head.block.header.number,
                 hash: head.block.hash,
                 timestamp: head.block.header.timestamp,
             };
-            let (shards, counters) = (shard_txs.clone(), Arc::clone(&counters));
+            let (shards, counters, prepare_tx) =
+                (shard_txs.clone(), Arc::clone(&counters), prepare_tx.clone());
             Producer::start_in_arbiter(&light.handle(), move |_| {
                 Producer::new(settings, shards, prepare_tx, counters, parent, producer_rx)
             });
@@ -298,6 +328,8 @@ impl Node {
             Recovery::start(p.recovery_workers, p.recovery_queue_txs, rules.clone())
                 .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
         probes.push(recovery_probe);
+        let port =
+            ValidatorPort::new(producer_tx.clone(), prepare_tx, chain_events.heads(), Arc::clone(&store));
         let rpc = Arc::new(RpcState {
             store: Arc::clone(&store),
             nonce: nonce_tx,
@@ -316,7 +348,7 @@ impl Node {
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;
         spawn_sampler(probes, counters, Arc::clone(&store));
         tracing::info!(%rpc_addr, chain_id = cfg.chain.chain_id, accounts = genesis.alloc.len(), "sluice node started");
-        Ok(Node {
+        let node = Node {
             rpc_addr,
             store,
             rpc,
@@ -324,13 +356,16 @@ impl Node {
             producer: producer_tx,
             done,
             arbiters: vec![light, prepare_arbiter, finalize_arbiter, commit_arbiter],
-        })
+        };
+        Ok((node, port))
     }
 
     /// Shuts down in pipeline order: admission stops taking transactions
     /// and the RPC server finishes its requests; the producer seals
-    /// everything left in the mempool; each later stage drains its mailbox
-    /// and stops when the stage before it has; the last block is committed
+    /// everything left in the mempool (a validator's seals nothing); each
+    /// later stage drains its mailbox and stops when the stage before it
+    /// has (preparation's senders are the producer and, for a validator,
+    /// the port: it must be dropped first); the last block is committed
     /// before this returns.
     pub async fn shutdown(self) -> Result<(), NodeError> {
         self.rpc.accepting.store(false, Ordering::Release);
@@ -416,3 +451,7 @@ fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: 
         }
     });
 }
+
+#[cfg(test)]
+#[path = "validator_tests.rs"]
+mod validator_tests;

@@ -44,6 +44,13 @@ impl PendingTxs {
         self.shard(hash).lock().remove(hash);
     }
 
+    /// Forgets a committed transaction and answers its sender; `None`
+    /// when this node never admitted it (a block another validator
+    /// proposed) or already forgot it.
+    pub fn remove_sender(&self, hash: &B256) -> Option<alloy_primitives::Address> {
+        self.shard(hash).lock().remove(hash).map(|tx| tx.sender)
+    }
+
     /// Each in-flight transaction's sender and nonce (to rebuild the nonce
     /// book after a restart).
     pub fn senders_and_nonces(&self) -> Vec<(alloy_primitives::Address, u64)> {

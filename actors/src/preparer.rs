@@ -101,7 +101,8 @@ impl Stage for Preparer {
         // This thread is ours alone: blocking here is the backpressure that
         // stops the producer when execution is behind.
         let prepared = PreparedBlock { block: Arc::clone(&msg.block), txs };
-        if self.finalizer.send_blocking(ExecuteMsg { block: prepared }).is_err() {
+        let execute = ExecuteMsg { block: prepared, delivery: msg.delivery.clone() };
+        if self.finalizer.send_blocking(execute).is_err() {
             tracing::error!(number, "finalizer stopped; prepared block not delivered");
         }
         Ok(())

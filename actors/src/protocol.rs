@@ -8,10 +8,11 @@
 // a bounded capacity is a small, fixed cost.
 #![allow(clippy::large_enum_variant)]
 
-use std::{sync::Arc, time::Instant};
+use std::{fmt, sync::Arc, time::Instant};
 
-use alloy_primitives::{Address, U256};
-use sluice_messages::{ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock};
+use alloy_primitives::{Address, B256, U256};
+use parking_lot::Mutex;
+use sluice_messages::{ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock, StateRef};
 use sluice_txpool::TxError;
 use tokio::sync::oneshot;
 
@@ -73,7 +74,9 @@ pub enum NonceMsg {
 pub struct SenderProgress {
     /// The sender.
     pub address: Address,
-    /// Its transactions in the block, applied or skipped.
+    /// Its transactions in the block, applied or skipped, that this node
+    /// admitted (and so counts in flight): on a single node, all of them;
+    /// a block proposed by another validator may carry others.
     pub count: u32,
     /// Its nonce after the block.
     pub nonce: u64,
@@ -98,6 +101,25 @@ pub enum ShardMsg {
         /// The transactions, in shard order.
         reply: oneshot::Sender<Vec<RecoveredTx>>,
     },
+    /// Put transactions taken earlier back at the front, in their order:
+    /// a proposal that lost its view, or a block nobody asked for any more.
+    /// They never left the in-flight index or the nonce book, so only the
+    /// queue and pool capacity change.
+    Restore {
+        /// The transactions, in block order, all of this shard's senders.
+        txs: Vec<RecoveredTx>,
+    },
+}
+
+/// The block to build on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parent {
+    /// Height.
+    pub number: u64,
+    /// Hash.
+    pub hash: B256,
+    /// Timestamp.
+    pub timestamp: u64,
 }
 
 /// Messages to the block producer.
@@ -105,11 +127,87 @@ pub enum ShardMsg {
 pub enum ProducerMsg {
     /// The mempool holds a full block: seal now rather than at the next tick.
     Wake,
-    /// Shutdown: seal everything left in the mempool, then stop.
+    /// Shutdown: seal everything left in the mempool, then stop. A
+    /// producer in on-request mode seals nothing (only a leader may) and
+    /// stops once a build in flight is answered.
     Flush {
         /// Answered when the last block has been handed to preparation.
         reply: oneshot::Sender<()>,
     },
+    /// On-request mode: build one block for a proposal, once the mempool
+    /// holds a full block or `block_time` has passed since this arrived.
+    /// A newer `Build` replaces one still waiting (whose reply is then
+    /// dropped): consensus asks again only when it moved on.
+    Build {
+        /// The block to build on; it may differ from the producer's own
+        /// notion, and always wins.
+        parent: Parent,
+        /// The header's timestamp, as consensus chose it.
+        timestamp: u64,
+        /// The app-hash claim the header carries.
+        state_ref: Option<StateRef>,
+        /// The block and the transactions taken for it.
+        reply: oneshot::Sender<BuildReply>,
+    },
+    /// Transactions of a proposal that lost its view, in block order: back
+    /// to the front of their shards, so the next proposal carries them.
+    Restore {
+        /// The transactions.
+        txs: Vec<RecoveredTx>,
+    },
+}
+
+/// A block built on request, with what it was built from.
+#[derive(Debug, Clone)]
+pub struct BuildReply {
+    /// The sealed block.
+    pub block: Arc<SealedBlock>,
+    /// Its transactions, sender recovered, in block order: what to hand
+    /// back with [`ProducerMsg::Restore`] if the proposal fails.
+    pub txs: Vec<RecoveredTx>,
+}
+
+/// A callback fired once, when the block it travels with is committed by
+/// the store and published (durable per the sync policy, served by RPC).
+///
+/// Stages handle messages by reference and may retry them, so the callback
+/// fires through `&self`, at most once however many clones or retries see
+/// it; clones share it because a stage passes it on from a message it only
+/// borrows. A block that is never committed (halt, abandon) never fires it.
+#[derive(Clone)]
+pub struct Delivery {
+    callback: Arc<Mutex<Option<OnCommit>>>,
+}
+
+/// What a [`Delivery`] runs.
+pub type OnCommit = Box<dyn FnOnce() + Send>;
+
+impl Delivery {
+    /// A delivery that runs `callback` on commit.
+    pub fn new(callback: OnCommit) -> Self {
+        Delivery { callback: Arc::new(Mutex::new(Some(callback))) }
+    }
+
+    /// Runs the callback if it has not run yet.
+    pub fn fire(&self) {
+        // Taken under the lock, run outside it: the callback may be slow or
+        // touch another delivery.
+        let callback = self.callback.lock().take();
+        if let Some(callback) = callback {
+            callback();
+        }
+    }
+
+    /// Whether the callback has run.
+    pub fn fired(&self) -> bool {
+        self.callback.lock().is_none()
+    }
+}
+
+impl fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery").field("fired", &self.fired()).finish()
+    }
 }
 
 /// Messages to block preparation.
@@ -119,6 +217,8 @@ pub struct PrepareMsg {
     pub block: Arc<SealedBlock>,
     /// When it was sealed.
     pub sealed_at: Instant,
+    /// Fired once the block is committed (`None` on a single node).
+    pub delivery: Option<Delivery>,
 }
 
 /// Messages to the finalizer.
@@ -126,6 +226,8 @@ pub struct PrepareMsg {
 pub struct ExecuteMsg {
     /// The prepared block to execute next.
     pub block: PreparedBlock,
+    /// Passed on unchanged from [`PrepareMsg`].
+    pub delivery: Option<Delivery>,
 }
 
 /// Messages to store commit.
@@ -135,4 +237,30 @@ pub struct CommitMsg {
     pub block: ExecutedBlock,
     /// The block's senders, for the nonce actor.
     pub senders: Vec<SenderProgress>,
+    /// Fired by store commit once the block is published.
+    pub delivery: Option<Delivery>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn a_delivery_fires_once_across_clones_and_retries() {
+        let fired = Arc::new(AtomicU32::new(0));
+        let counter = Arc::clone(&fired);
+        let d = Delivery::new(Box::new(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }));
+        let clone = d.clone();
+        assert!(!d.fired());
+        clone.fire();
+        d.fire();
+        clone.fire();
+        assert_eq!(fired.load(Ordering::Relaxed), 1);
+        assert!(d.fired());
+        assert_eq!(format!("{d:?}"), "Delivery { fired: true }");
+    }
 }

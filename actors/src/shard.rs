@@ -2,13 +2,14 @@
 //! map to it, so each sender's transactions keep their order.
 //!
 //! Capacity is taken by the nonce actor before a transaction is forwarded
-//! here and released when the producer takes it, so the shard never refuses
-//! an insert and the pool as a whole never exceeds its limits.
+//! here and released when the producer takes it (and taken again when a
+//! restore brings a failed proposal's transactions back), so the shard never
+//! refuses an insert and the pool as a whole never exceeds its limits.
 //!
 //! A panic while handling a message is contained and the message retried:
 //! the queue itself is the shard's state, and every operation on it happens
 //! after the fault point, so it is intact. An injected `drop` of an insert
-//! loses the transaction for real; the loss is reported (log with its hash,
+//! (or of a restore) loses the transactions for real; the loss is reported (log with its hash,
 //! `sluice_txs_dropped_total`) and its reservation and capacity are given
 //! back.
 
@@ -93,6 +94,7 @@ impl ShardActor {
             Some(ShardMsg::Take { max_txs, gas_budget, max_bytes, reply }) => {
                 self.take(max_txs, gas_budget, max_bytes, reply);
             }
+            Some(ShardMsg::Restore { txs }) => self.restore(txs),
             None => {}
         }
         Ok(())
@@ -122,7 +124,26 @@ impl ShardActor {
             Some(ShardMsg::Insert { tx }) => self.lose(tx, m::DROP_HALTED),
             // Answered: nothing taken.
             Some(ShardMsg::Take { reply, .. }) => drop(reply.send(Vec::new())),
+            Some(ShardMsg::Restore { txs }) => self.lose_restored(txs, m::DROP_HALTED),
             None => {}
+        }
+    }
+
+    /// Puts transactions taken earlier back at the front, in order, and
+    /// takes their capacity again: a take released it, so the count stays
+    /// exact.
+    fn restore(&mut self, txs: Vec<RecoveredTx>) {
+        let (n, bytes) = (txs.len(), txs.iter().map(|t| t.raw.len()).sum());
+        self.pool.restore_front(txs);
+        self.counters.force_acquire(n, bytes);
+    }
+
+    /// Gives up on transactions that were coming back: their capacity is
+    /// taken first, because losing one releases it.
+    fn lose_restored(&mut self, txs: Vec<RecoveredTx>, reason: &'static str) {
+        for tx in txs {
+            self.counters.force_acquire(1, tx.raw.len());
+            self.lose(tx, reason);
         }
     }
 
@@ -140,10 +161,7 @@ impl ShardActor {
             // The producer went away mid-request (shutdown): put the
             // transactions back in front, in order.
             tracing::warn!(shard = self.index, n = txs.len(), "block producer dropped a take; restoring");
-            let n = txs.len();
-            let bytes: usize = txs.iter().map(|t| t.raw.len()).sum();
-            self.pool.restore_front(txs);
-            self.counters.force_acquire(n, bytes);
+            self.restore(txs);
         }
     }
 }
@@ -188,6 +206,7 @@ impl StreamHandler<ShardMsg> for ShardActor {
                 // A lost take is answered with nothing taken: the
                 // transactions stay for the next block.
                 ShardMsg::Take { reply, .. } => drop(reply.send(Vec::new())),
+                ShardMsg::Restore { txs } => self.lose_restored(txs, m::DROP_FAULT),
             },
         }
         self.depth.set(self.pool.len() as f64);

@@ -307,6 +307,12 @@ pub fn run_blocking<S: Stage>(stage: &mut S, fp: &Failpoint, msg: &S::Msg) {
     }
 }
 
+/// Held by unit tests that touch the process-wide hooks (the halt hook, the
+/// policy, armed failpoints) or run a node that installs them, so that one
+/// test's escalation never halts another test's node.
+#[cfg(test)]
+pub(crate) static PROCESS_HOOKS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +326,7 @@ mod tests {
 
     #[test]
     fn failures_past_the_limit_within_the_window_halt_once() {
+        let _hooks = PROCESS_HOOKS.blocking_lock();
         let mut sup = Supervisor::new(Site::Producer);
         let limit = POLICY.read().max_failures;
         for _ in 0..limit {

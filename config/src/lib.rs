@@ -58,6 +58,8 @@ pub struct Config {
     pub faults: FaultsConfig,
     /// Panic containment and escalation.
     pub supervision: SupervisionConfig,
+    /// Validator mode.
+    pub consensus: ConsensusConfig,
 }
 
 /// Values given on the command line; `None` leaves the layers below alone.
@@ -156,9 +158,24 @@ impl Default for Config {
                 cache_blocks: 128,
                 db_cache_bytes: 256 * 1024 * 1024,
                 inject_commit_failure_at_height: 0,
+                inject_app_hash_divergence_at_height: 0,
             },
             faults: FaultsConfig { failpoints: String::new(), debug_rpc: false },
             supervision: SupervisionConfig { max_failures: 5, window_ms: 10_000, retry_backoff_ms: 10 },
+            consensus: ConsensusConfig {
+                validators_file: PathBuf::new(),
+                key_file: PathBuf::new(),
+                p2p_listen: SocketAddr::from(([127, 0, 0, 1], 26650)),
+                leader_timeout_ms: 1000,
+                certification_timeout_ms: 2000,
+                timeout_retry_ms: 1000,
+                fetch_timeout_ms: 2000,
+                max_exec_lag_blocks: 8,
+                max_pending_acks: 16,
+                worker_threads: 2,
+                votes_per_second_per_peer: 1024,
+                blocks_per_second_per_peer: 128,
+            },
         }
     }
 }
@@ -295,8 +312,58 @@ impl Config {
                 self.rpc.addr
             )));
         }
+        self.validate_consensus()?;
         if self.chain.block_gas_limit < 21_000 {
             return Err(ConfigError::Invalid("chain.block_gas_limit is below 21000".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Whether this node runs as a validator.
+    pub fn is_validator(&self) -> bool {
+        !self.consensus.validators_file.as_os_str().is_empty()
+    }
+
+    fn validate_consensus(&self) -> Result<(), ConfigError> {
+        if !self.is_validator() {
+            return Ok(());
+        }
+        let c = &self.consensus;
+        if c.key_file.as_os_str().is_empty() {
+            return Err(ConfigError::Invalid(
+                "consensus.key_file is required with consensus.validators_file".into(),
+            ));
+        }
+        let positive: [(&str, u64); 9] = [
+            ("consensus.leader_timeout_ms", c.leader_timeout_ms),
+            ("consensus.certification_timeout_ms", c.certification_timeout_ms),
+            ("consensus.timeout_retry_ms", c.timeout_retry_ms),
+            ("consensus.fetch_timeout_ms", c.fetch_timeout_ms),
+            ("consensus.max_exec_lag_blocks", c.max_exec_lag_blocks),
+            ("consensus.max_pending_acks", c.max_pending_acks as u64),
+            ("consensus.worker_threads", c.worker_threads as u64),
+            ("consensus.votes_per_second_per_peer", u64::from(c.votes_per_second_per_peer)),
+            ("consensus.blocks_per_second_per_peer", u64::from(c.blocks_per_second_per_peer)),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(ConfigError::Invalid(format!("{name} must be greater than 0")));
+            }
+        }
+        // The leader seals after up to one block time: a shorter view would
+        // time out while its proposal is being sealed.
+        if c.leader_timeout_ms <= self.producer.block_time_ms {
+            return Err(ConfigError::Invalid(format!(
+                "consensus.leader_timeout_ms ({}) must exceed producer.block_time_ms ({})",
+                c.leader_timeout_ms, self.producer.block_time_ms
+            )));
+        }
+        if c.certification_timeout_ms <= c.leader_timeout_ms {
+            return Err(ConfigError::Invalid(
+                "consensus.certification_timeout_ms must exceed consensus.leader_timeout_ms".into(),
+            ));
         }
         Ok(())
     }
@@ -351,5 +418,35 @@ mod tests {
         let env = vec![("SLUICE_PIPELINE__PREPARED_CACHE_TXS".to_string(), "1000".to_string())];
         let err = Config::load(None, env, &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("prepared_cache_txs"), "{err}");
+    }
+
+    #[test]
+    fn validator_mode_needs_a_key_and_sane_timeouts() {
+        let set = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            let mut v =
+                vec![("SLUICE_CONSENSUS__VALIDATORS_FILE".to_string(), "/x/validators.toml".to_string())];
+            v.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            v
+        };
+        let err = Config::load(None, set(&[]), &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("key_file"), "{err}");
+        let key = ("SLUICE_CONSENSUS__KEY_FILE", "/x/key");
+        let cfg = Config::load(None, set(&[key]), &Overrides::default()).unwrap();
+        assert!(cfg.is_validator());
+        let err = Config::load(
+            None,
+            set(&[key, ("SLUICE_CONSENSUS__LEADER_TIMEOUT_MS", "100")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("leader_timeout_ms"), "{err}");
+        let err = Config::load(
+            None,
+            set(&[key, ("SLUICE_CONSENSUS__MAX_PENDING_ACKS", "0")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("max_pending_acks"), "{err}");
+        assert!(!Config::default().is_validator());
     }
 }

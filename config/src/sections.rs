@@ -200,4 +200,44 @@ pub struct StoreConfig {
     pub db_cache_bytes: usize,
     /// Fault injection: the commit of this height fails (0 = never).
     pub inject_commit_failure_at_height: u64,
+    /// Fault injection: this height's app hash is perturbed, and so every
+    /// later one, as if this node's state had diverged (0 = never). Used to
+    /// prove that validators catch and halt a diverged node.
+    pub inject_app_hash_divergence_at_height: u64,
+}
+
+/// Running as one of N validators (empty `validators_file`: a single node,
+/// exactly as without this section).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsensusConfig {
+    /// The validator set file (`sluice testnet init` writes it), identical
+    /// on every validator; empty: single-node mode.
+    pub validators_file: PathBuf,
+    /// This validator's ed25519 key (hex), readable by its owner only.
+    pub key_file: PathBuf,
+    /// Where to listen for the other validators.
+    pub p2p_listen: SocketAddr,
+    /// How long a view waits for its leader's proposal.
+    pub leader_timeout_ms: u64,
+    /// How long a view waits for a notarized proposal to be certified
+    /// (greater than `leader_timeout_ms`).
+    pub certification_timeout_ms: u64,
+    /// How often a timed-out view is retried.
+    pub timeout_retry_ms: u64,
+    /// How long to wait for a block or certificate fetched from a peer.
+    pub fetch_timeout_ms: u64,
+    /// A proposal more than this many blocks ahead of this node's committed
+    /// height is empty: execution is behind, and full blocks would only
+    /// deepen the lag.
+    pub max_exec_lag_blocks: u64,
+    /// Finalized blocks handed to execution and not yet committed.
+    pub max_pending_acks: usize,
+    /// Threads of the consensus runtime.
+    pub worker_threads: usize,
+    /// Messages per second from one peer on the vote and certificate
+    /// channels.
+    pub votes_per_second_per_peer: u32,
+    /// Messages per second from one peer on the block channels.
+    pub blocks_per_second_per_peer: u32,
 }

@@ -27,6 +27,22 @@ pub struct BlockHeader {
     /// Keccak over the concatenated hashes of the block's raw transactions,
     /// so the header commits to its body.
     pub tx_root: B256,
+    /// An earlier height's app hash as the proposer computed it, so that
+    /// every validator checks every other's execution (CometBFT's "app hash
+    /// of H in a later block", with a variable lag). `None` on a single
+    /// node, where the header encodes, and hashes, exactly as before the
+    /// field existed.
+    pub state_ref: Option<StateRef>,
+}
+
+/// A claim, carried in a header, that the chain's app hash after block
+/// `height` is `app_hash`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateRef {
+    /// The height the claim is about (0: genesis).
+    pub height: u64,
+    /// The app hash after that height.
+    pub app_hash: B256,
 }
 
 /// A block as produced: a header, its hash and the raw transactions in order.

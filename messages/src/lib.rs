@@ -21,7 +21,7 @@ pub mod spec;
 pub mod tx;
 pub mod wire;
 
-pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock};
+pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock, StateRef};
 pub use changes::{AccountChange, ChangeSet, CodeChange};
 pub use receipt::{Log, Receipt};
 pub use spec::Spec;

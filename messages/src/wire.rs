@@ -7,7 +7,7 @@
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 
-use crate::{AccountChange, BlockHeader, ChangeSet, CodeChange, Log, Receipt, SealedBlock};
+use crate::{AccountChange, BlockHeader, ChangeSet, CodeChange, Log, Receipt, SealedBlock, StateRef};
 
 /// Why wire bytes could not be turned back into sluice's types.
 #[derive(Debug, PartialEq, Eq)]
@@ -61,6 +61,14 @@ pub struct HeaderProto {
     /// 32 bytes.
     #[prost(bytes = "vec", tag = "7")]
     pub tx_root: Vec<u8>,
+    /// The state reference's height (absent with no reference).
+    #[prost(uint64, tag = "8")]
+    pub state_ref_height: u64,
+    /// The state reference's app hash: 32 bytes, or empty with no
+    /// reference. prost omits empty fields, so a header without a reference
+    /// encodes exactly as before tags 8 and 9 existed.
+    #[prost(bytes = "vec", tag = "9")]
+    pub state_ref_app_hash: Vec<u8>,
 }
 
 /// A sealed block: header and raw transactions.
@@ -225,6 +233,8 @@ impl From<&BlockHeader> for HeaderProto {
             gas_limit: h.gas_limit,
             base_fee: h.base_fee,
             tx_root: h.tx_root.to_vec(),
+            state_ref_height: h.state_ref.map_or(0, |r| r.height),
+            state_ref_app_hash: h.state_ref.map_or_else(Vec::new, |r| r.app_hash.to_vec()),
         }
     }
 }
@@ -240,6 +250,13 @@ impl TryFrom<&HeaderProto> for BlockHeader {
             gas_limit: p.gas_limit,
             base_fee: p.base_fee,
             tx_root: b256("tx_root", &p.tx_root)?,
+            state_ref: match (p.state_ref_app_hash.is_empty(), p.state_ref_height) {
+                (true, 0) => None,
+                (true, _) => return Err(WireError::Missing("state_ref_app_hash")),
+                (false, height) => {
+                    Some(StateRef { height, app_hash: b256("state_ref_app_hash", &p.state_ref_app_hash)? })
+                }
+            },
         })
     }
 }
@@ -409,6 +426,7 @@ mod tests {
             gas_limit: 30_000_000,
             base_fee: 1_000_000_000,
             tx_root: B256::repeat_byte(3),
+            state_ref: None,
         };
         SealedBlock { hash: header.hash(), header, txs: vec![Bytes::from_static(b"\x02abc"), Bytes::new()] }
     }
@@ -421,6 +439,58 @@ mod tests {
         assert_eq!(back.header, b.header);
         assert_eq!(back.hash, b.hash);
         assert_eq!(back.txs, b.txs);
+    }
+
+    /// The header as encoded before tags 8 and 9 existed.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct HeaderV1 {
+        #[prost(uint64, tag = "1")]
+        number: u64,
+        #[prost(bytes = "vec", tag = "2")]
+        parent_hash: Vec<u8>,
+        #[prost(uint64, tag = "3")]
+        timestamp: u64,
+        #[prost(bytes = "vec", tag = "4")]
+        coinbase: Vec<u8>,
+        #[prost(uint64, tag = "5")]
+        gas_limit: u64,
+        #[prost(uint64, tag = "6")]
+        base_fee: u64,
+        #[prost(bytes = "vec", tag = "7")]
+        tx_root: Vec<u8>,
+    }
+
+    #[test]
+    fn header_without_state_ref_hashes_as_before() {
+        let h = sample_block().header;
+        let v1 = HeaderV1 {
+            number: h.number,
+            parent_hash: h.parent_hash.to_vec(),
+            timestamp: h.timestamp,
+            coinbase: h.coinbase.to_vec(),
+            gas_limit: h.gas_limit,
+            base_fee: h.base_fee,
+            tx_root: h.tx_root.to_vec(),
+        };
+        assert_eq!(HeaderProto::from(&h).encode_to_vec(), v1.encode_to_vec());
+        assert_eq!(h.hash(), crate::keccak256(&v1.encode_to_vec()));
+    }
+
+    #[test]
+    fn state_ref_round_trips_and_changes_the_hash() {
+        let mut b = sample_block();
+        let plain = b.header.hash();
+        for height in [0, 5] {
+            b.header.state_ref = Some(StateRef { height, app_hash: B256::repeat_byte(8) });
+            let back = BlockHeader::try_from(&HeaderProto::from(&b.header)).unwrap();
+            assert_eq!(back, b.header);
+            assert_ne!(b.header.hash(), plain);
+        }
+        let mut bad = HeaderProto::from(&b.header);
+        bad.state_ref_app_hash = vec![1; 31];
+        assert!(BlockHeader::try_from(&bad).is_err());
+        bad.state_ref_app_hash.clear();
+        assert_eq!(BlockHeader::try_from(&bad), Err(WireError::Missing("state_ref_app_hash")));
     }
 
     #[test]
@@ -477,3 +547,7 @@ mod tests {
         assert_eq!(SealedBlock::try_from(&BlockProto::default()).unwrap_err(), WireError::Missing("header"));
     }
 }
+
+#[cfg(test)]
+#[path = "wire_tags_test.rs"]
+mod wire_tags_test;

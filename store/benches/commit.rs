@@ -45,6 +45,7 @@ fn transfer_block(parent: &StoredBlock, n: u64, txs: u64) -> ExecutedBlock {
         gas_limit: 150_000_000,
         base_fee: 1_000_000_000,
         tx_root: B256::repeat_byte(n as u8),
+        state_ref: None,
     };
     let mut accounts = Vec::with_capacity(2 * txs as usize);
     let mut receipts = Vec::with_capacity(txs as usize);
@@ -119,6 +120,8 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         cache_blocks: 64,
         db_cache_bytes: 256 << 20,
         fail_commit_at: 0,
+        diverge_at: 0,
+        network: String::new(),
     }
 }
 

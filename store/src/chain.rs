@@ -112,6 +112,9 @@ pub struct Store {
     repaired: bool,
     /// Commit of this height fails (fault injection; 0 = never).
     fail_commit_at: u64,
+    /// From this height on, the app hash is perturbed (fault injection, to
+    /// prove validators catch divergence; 0 = never).
+    diverge_at: u64,
 }
 
 /// How to open a durable store.
@@ -129,6 +132,11 @@ pub struct DurableOptions {
     pub db_cache_bytes: usize,
     /// Fault injection: the commit of this height fails (0 = never).
     pub fail_commit_at: u64,
+    /// Fault injection: the app hash of this height is perturbed, and so
+    /// every later one (0 = never).
+    pub diverge_at: u64,
+    /// The network the data dir belongs to (see [`crate::db::ChainIdentity::network`]).
+    pub network: String,
 }
 
 /// A log with the position it was emitted at, for `eth_getLogs`.
@@ -193,6 +201,13 @@ fn genesis_changes(genesis: &Genesis) -> ChangeSet {
     }
 }
 
+/// Block 0 and the app hash after it (which, unlike the block hash,
+/// covers the allocation), as every node built on `genesis` has them.
+pub fn genesis_sealed(genesis: &Genesis) -> (Arc<SealedBlock>, B256) {
+    let (block, _) = genesis_block(genesis);
+    (block.block, block.app_hash)
+}
+
 fn genesis_block(genesis: &Genesis) -> (StoredBlock, ChangeSet) {
     let header = BlockHeader {
         number: 0,
@@ -202,6 +217,7 @@ fn genesis_block(genesis: &Genesis) -> (StoredBlock, ChangeSet) {
         gas_limit: genesis.gas_limit,
         base_fee: genesis.base_fee,
         tx_root: sluice_messages::keccak256(&[]),
+        state_ref: None,
     };
     let hash = header.hash();
     let changes = genesis_changes(genesis);
@@ -244,6 +260,7 @@ impl Store {
             genesis_fingerprint: genesis.fingerprint(),
             repaired: false,
             fail_commit_at: 0,
+            diverge_at: 0,
         }
     }
 
@@ -261,6 +278,7 @@ impl Store {
             chain_id: genesis.chain_id,
             genesis: genesis.fingerprint(),
             spec: opts.spec.clone(),
+            network: opts.network.clone(),
         };
         let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_cache_bytes)?;
         let mut store = match loaded {
@@ -298,6 +316,7 @@ impl Store {
                     genesis_fingerprint: id.genesis,
                     repaired: false,
                     fail_commit_at: 0,
+                    diverge_at: 0,
                 }
             }
         };
@@ -305,6 +324,7 @@ impl Store {
         store.db = Some(Mutex::new(Some(db)));
         store.cache_blocks = opts.cache_blocks.max(1);
         store.fail_commit_at = opts.fail_commit_at;
+        store.diverge_at = opts.diverge_at;
         Ok(store)
     }
 
@@ -439,7 +459,11 @@ impl Store {
         if number != expected {
             return Err(StoreError::OutOfOrder { expected, got: number });
         }
-        let app = app_hash(&prev, number, &executed.block.hash, executed.gas_used, &executed.changes);
+        self.check_state_ref(executed)?;
+        let mut app = app_hash(&prev, number, &executed.block.hash, executed.gas_used, &executed.changes);
+        if self.diverge_at != 0 && number == self.diverge_at {
+            app.0[0] ^= 0xff;
+        }
         let stored = Arc::new(StoredBlock {
             block: Arc::clone(&executed.block),
             receipts: executed.receipts.clone(),
@@ -478,6 +502,29 @@ impl Store {
         let keep = self.cache_blocks;
         inner.evict_to(keep);
         Ok(CommitInfo { app_hash: app, synced, write })
+    }
+
+    /// A validator's block carries another validator's claim about an
+    /// earlier app hash, signed by a quorum once finalized: if this node
+    /// computed another, its state has diverged and it must stop (latched
+    /// like any failed commit).
+    fn check_state_ref(&self, executed: &ExecutedBlock) -> Result<(), StoreError> {
+        let Some(claim) = executed.block.header.state_ref else { return Ok(()) };
+        let number = executed.block.header.number;
+        let mine = if claim.height < number { self.block(claim.height).map(|b| b.app_hash) } else { None };
+        let err = match mine {
+            Some(mine) if mine == claim.app_hash => return Ok(()),
+            Some(mine) => StoreError::Corrupt(format!(
+                "app hash mismatch at height {}: finalized block {number} carries {}, this node computed {mine}",
+                claim.height, claim.app_hash
+            )),
+            None => StoreError::Corrupt(format!(
+                "finalized block {number} refers to height {}, which this node has not committed",
+                claim.height
+            )),
+        };
+        self.halt(err.to_string());
+        Err(err)
     }
 
     /// Latches a failure: every later commit fails with it.

@@ -31,6 +31,8 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         cache_blocks: 2,
         db_cache_bytes: 16 << 20,
         fail_commit_at: 0,
+        diverge_at: 0,
+        network: String::new(),
     }
 }
 
@@ -45,6 +47,7 @@ fn block(parent: &StoredBlock, n: u64) -> ExecutedBlock {
         gas_limit: 30_000_000,
         base_fee: 7,
         tx_root: B256::repeat_byte(n as u8),
+        state_ref: None,
     };
     let code = Bytes::from(vec![0x60, n as u8]);
     let changes = ChangeSet {

@@ -59,6 +59,20 @@ pub struct ChainIdentity {
     pub genesis: B256,
     /// EVM rules name (`prague`, `cancun`), for replay.
     pub spec: String,
+    /// Which network the data dir belongs to: empty for a single node,
+    /// `validators:<hash of validators.toml>` for a validator, so neither
+    /// opens the other's data dir.
+    pub network: String,
+}
+
+impl ChainIdentity {
+    fn network_name(&self) -> String {
+        if self.network.is_empty() {
+            "single node".into()
+        } else {
+            self.network.clone()
+        }
+    }
 }
 
 fn io(e: impl std::fmt::Display) -> StoreError {
@@ -144,15 +158,17 @@ impl Db {
                 Ok((me, None))
             }
             Some(stored) if stored != *id => Err(corrupt(format!(
-                "data dir {} belongs to chain id {} (genesis {}, {}), but this node is configured for chain id {} \
-                 (genesis {}, {}); use another --data-dir",
+                "data dir {} belongs to chain id {} (genesis {}, {}, {}), but this node is configured for chain id {} \
+                 (genesis {}, {}, {}); use another --data-dir",
                 me.path.display(),
                 stored.chain_id,
                 stored.genesis,
                 stored.spec,
+                stored.network_name(),
                 id.chain_id,
                 id.genesis,
-                id.spec
+                id.spec,
+                id.network_name(),
             ))),
             Some(_) => {
                 let loaded = me.load()?;
@@ -225,10 +241,13 @@ impl Db {
         }
         let genesis = self.meta("genesis")?.ok_or_else(|| corrupt("meta genesis missing"))?;
         let spec = self.meta("spec")?.ok_or_else(|| corrupt("meta spec missing"))?;
+        // Absent in data dirs written before validators existed: single node.
+        let network = self.meta("network")?.unwrap_or_default();
         Ok(Some(ChainIdentity {
             chain_id,
             genesis: B256::try_from(genesis.as_slice()).map_err(|_| corrupt("meta genesis"))?,
             spec: String::from_utf8(spec).map_err(|_| corrupt("meta spec"))?,
+            network: String::from_utf8(network).map_err(|_| corrupt("meta network"))?,
         }))
     }
 
@@ -240,6 +259,9 @@ impl Db {
             m.insert("chain_id", id.chain_id.to_be_bytes().as_slice()).map_err(io)?;
             m.insert("genesis", id.genesis.as_slice()).map_err(io)?;
             m.insert("spec", id.spec.as_bytes()).map_err(io)?;
+            if !id.network.is_empty() {
+                m.insert("network", id.network.as_bytes()).map_err(io)?;
+            }
         }
         w.commit().map_err(io)
     }

@@ -26,7 +26,7 @@ pub mod overlay;
 pub mod reader;
 pub mod state;
 
-pub use chain::{CommitInfo, DurableOptions, LogEntry, LogFilter, Store, StoredBlock};
+pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, Store, StoredBlock};
 pub use db::SyncPolicy;
 pub use genesis::{Genesis, GenesisAccount};
 pub use overlay::{Layer, Overlay};

@@ -108,7 +108,9 @@ impl NonceBook {
 
     /// Records that a block carrying `count` transactions of `sender` was
     /// executed (applied or skipped), leaving the sender's nonce at
-    /// `committed_nonce`.
+    /// `committed_nonce`. `count` is only those this book reserved: a
+    /// block another validator proposed may carry others (even none of
+    /// ours), which change the nonce but were never in flight here.
     ///
     /// When nothing is left in flight the entry is dropped. Otherwise the
     /// committed nonce tells whether the chain took what was expected
@@ -224,6 +226,36 @@ mod tests {
         book.executed(&A, 2, 5);
         assert_eq!((book.next_nonce(&A), book.in_flight(&A)), (Some(6), 1));
         book.executed(&A, 1, 6);
+        assert!(book.is_empty());
+    }
+
+    #[test]
+    fn nonces_committed_by_another_validator_move_the_book_up() {
+        let mut book = NonceBook::new();
+        book.reserve(A, 5, 5, LIMIT).unwrap();
+        book.reserve(A, 6, 5, LIMIT).unwrap();
+        // Another validator's block carries A's own 5..=8 (other transactions
+        // than ours): none of ours, so nothing leaves flight, but the book
+        // moves past what the chain took.
+        book.executed(&A, 0, 9);
+        assert_eq!((book.next_nonce(&A), book.in_flight(&A)), (Some(9), 2));
+        book.reserve(A, 9, 9, LIMIT).unwrap();
+        // Our doomed 5 and 6 are skipped in a later block; 9 applies.
+        book.executed(&A, 2, 9);
+        assert_eq!((book.next_nonce(&A), book.in_flight(&A)), (Some(10), 1));
+        book.executed(&A, 1, 10);
+        assert!(book.is_empty());
+    }
+
+    #[test]
+    fn another_validator_taking_only_our_first_nonce_keeps_the_rest_valid() {
+        let mut book = NonceBook::new();
+        book.reserve(A, 5, 5, LIMIT).unwrap();
+        book.reserve(A, 6, 5, LIMIT).unwrap();
+        // A conflicting 5 from elsewhere: ours is doomed, our 6 still fits.
+        book.executed(&A, 0, 6);
+        assert_eq!((book.next_nonce(&A), book.in_flight(&A)), (Some(7), 2));
+        book.executed(&A, 2, 7);
         assert!(book.is_empty());
     }
 

@@ -41,6 +41,7 @@ pub fn header(number: u64, gas_limit: u64) -> BlockHeader {
         gas_limit,
         base_fee: BASE_FEE,
         tx_root: B256::ZERO,
+        state_ref: None,
     }
 }
 

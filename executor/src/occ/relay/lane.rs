@@ -452,6 +452,7 @@ mod tests {
             gas_limit: 30_000_000,
             base_fee: 1,
             tx_root: B256::ZERO,
+            state_ref: None,
         };
         let block = PreparedBlock {
             block: Arc::new(SealedBlock { header, hash: B256::ZERO, txs: Vec::new() }),

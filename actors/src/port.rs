@@ -1,0 +1,126 @@
+//! The narrow handle consensus drives the pipeline through, without seeing
+//! actix: build a block on request, put back a failed proposal's
+//! transactions, deliver a decided block to preparation, and watch the
+//! committed height.
+//!
+//! Everything in it is a flume sender, a tokio oneshot or a watch
+//! receiver, all of which work from any runtime on any thread, so the
+//! consensus engine may run its own tokio runtime beside the actix system.
+//!
+//! ```text
+//!  consensus ──build──▶ producer (on request) ──BuildReply──▶ consensus
+//!  consensus ──deliver(block, on_commit)──▶ preparation ─▶ … ─▶ store commit ─▶ on_commit()
+//!                                                                      └──▶ committed()
+//! ```
+
+use std::{sync::Arc, time::Instant};
+
+use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
+use sluice_store::Store;
+use tokio::sync::{oneshot, watch};
+
+use crate::{
+    mailbox::{MailboxSender, SendError},
+    metrics as m,
+    protocol::{BuildReply, Delivery, Parent, PrepareMsg, ProducerMsg},
+};
+
+/// The pipeline stopped taking blocks (shutdown, or the node halted and its
+/// stages ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the pipeline is closed")]
+pub struct PortClosed;
+
+/// A validator's handle on the pipeline. Cheap to clone; the pipeline
+/// drains at shutdown only once every clone is gone (or closed).
+#[derive(Clone)]
+pub struct ValidatorPort {
+    producer: MailboxSender<ProducerMsg>,
+    prepare: MailboxSender<PrepareMsg>,
+    heads: watch::Receiver<u64>,
+    store: Arc<Store>,
+}
+
+impl std::fmt::Debug for ValidatorPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValidatorPort")
+            .field("producer", &self.producer)
+            .field("prepare", &self.prepare)
+            .field("committed", &*self.heads.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ValidatorPort {
+    /// A port over the producer's and preparation's mailboxes.
+    pub(crate) fn new(
+        producer: MailboxSender<ProducerMsg>,
+        prepare: MailboxSender<PrepareMsg>,
+        heads: watch::Receiver<u64>,
+        store: Arc<Store>,
+    ) -> Self {
+        ValidatorPort { producer, prepare, heads, store }
+    }
+
+    /// Builds a block on `parent` once the mempool holds a full block or
+    /// `block_time` has passed (empty if nothing waits). `None` when the
+    /// producer stopped, or dropped the request for a newer one.
+    pub async fn build(
+        &self,
+        parent: Parent,
+        timestamp: u64,
+        state_ref: Option<StateRef>,
+    ) -> Option<BuildReply> {
+        let (reply, answer) = oneshot::channel();
+        let msg = ProducerMsg::Build { parent, timestamp, state_ref, reply };
+        self.producer.send(msg).await.ok()?;
+        answer.await.ok()
+    }
+
+    /// Hands back the transactions of a proposal that lost its view, in
+    /// block order, to the front of the mempool. Never waits: this may be
+    /// called from consensus's event loop. A full producer mailbox loses
+    /// them (logged with the count, `sluice_txs_dropped_total`); they stay
+    /// in flight for their senders until a block skips past them.
+    pub fn restore(&self, txs: Vec<RecoveredTx>) {
+        if txs.is_empty() {
+            return;
+        }
+        let n = txs.len();
+        let why = match self.producer.try_send(ProducerMsg::Restore { txs }) {
+            Ok(()) => return,
+            Err(SendError::Full(_)) => "producer mailbox full",
+            Err(SendError::Closed(_)) => "producer stopped",
+        };
+        tracing::error!(n, why, "transactions of a failed proposal not restored to the mempool");
+        metrics::counter!(m::TXS_DROPPED, "reason" => m::DROP_RESTORE_REFUSED).increment(n as u64);
+    }
+
+    /// Sends a decided block into preparation, waiting for room
+    /// (backpressure). `on_commit` runs once the store has committed and
+    /// published it; never if the node halts first.
+    pub async fn deliver(
+        &self,
+        block: Arc<SealedBlock>,
+        on_commit: Box<dyn FnOnce() + Send>,
+    ) -> Result<(), PortClosed> {
+        let msg = PrepareMsg { block, sealed_at: Instant::now(), delivery: Some(Delivery::new(on_commit)) };
+        self.prepare.send(msg).await.map_err(|_| PortClosed)
+    }
+
+    /// The committed height, updated as blocks commit.
+    pub fn committed(&self) -> watch::Receiver<u64> {
+        self.heads.clone()
+    }
+
+    /// The store: app hashes, the head, whether it halted.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Lets go of the mailboxes, so that (once every clone has too) the
+    /// pipeline can drain at shutdown.
+    pub fn close(self) {
+        drop(self);
+    }
+}

@@ -1,0 +1,185 @@
+//! A node started in validator mode, driven through its [`ValidatorPort`]
+//! as consensus would: builds on request, deliveries acknowledged on
+//! commit, restores, and a shutdown that drains once the port is gone.
+
+use std::{sync::Arc, time::Instant};
+
+use alloy_consensus::TxEip1559;
+use alloy_primitives::{Address, TxKind, U256};
+use sluice_config::Config;
+use sluice_messages::{RecoveredTx, StateRef};
+use sluice_store::StateReader;
+use sluice_txpool::{recover_raw, Signer};
+use tokio::sync::oneshot;
+
+use super::*;
+use crate::{
+    protocol::{CommittedAccount, NonceMsg},
+    supervise::PROCESS_HOOKS,
+};
+
+fn config(name: &str) -> Config {
+    let mut cfg = Config::default();
+    cfg.store.data_dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cfg.store.data_dir);
+    cfg.rpc.addr = ([127, 0, 0, 1], 0).into();
+    cfg.producer.block_time_ms = 50;
+    cfg
+}
+
+fn transfer(signer: &Signer, nonce: u64, chain_id: u64) -> RecoveredTx {
+    let raw = signer.sign_raw(
+        TxEip1559 {
+            chain_id,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: 2_000_000_000,
+            max_priority_fee_per_gas: 1,
+            to: TxKind::Call(Address::repeat_byte(0x42)),
+            value: U256::from(1),
+            ..Default::default()
+        }
+        .into(),
+    );
+    recover_raw(raw).unwrap()
+}
+
+/// Admits `tx` through the nonce actor, as RPC admission does.
+async fn admit(node: &Node, tx: RecoveredTx) {
+    let account = node.store.account(&tx.sender).unwrap().unwrap_or_default();
+    let committed =
+        CommittedAccount { height: node.store.head(), nonce: account.nonce, balance: account.balance };
+    let (reply, answer) = oneshot::channel();
+    node.rpc.nonce.send(NonceMsg::Admit { tx, committed, received: Instant::now(), reply }).await.unwrap();
+    answer.await.unwrap().unwrap();
+}
+
+/// Delivers `block` and waits for its commit acknowledgement.
+async fn deliver_and_commit(port: &ValidatorPort, block: Arc<sluice_messages::SealedBlock>) {
+    let (acked, ack) = oneshot::channel();
+    let number = block.header.number;
+    port.deliver(
+        block,
+        Box::new(move || {
+            let _ = acked.send(());
+        }),
+    )
+    .await
+    .unwrap();
+    if ack.await.is_err() {
+        panic!("block {number} never acknowledged; store halted: {:?}", port.store().halted());
+    }
+    let mut heads = port.committed();
+    heads.wait_for(|h| *h >= number).await.unwrap();
+    assert_eq!(port.store().head(), number);
+}
+
+async fn in_flight(node: &Node, address: Address) -> Option<u64> {
+    let (reply, answer) = oneshot::channel();
+    node.rpc.nonce.send(NonceMsg::PendingNonce { address, reply }).await.unwrap();
+    answer.await.unwrap()
+}
+
+#[actix_rt::test]
+async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
+    let _hooks = PROCESS_HOOKS.lock().await;
+    let cfg = config("validator-port");
+    let (dir, chain_id) = (cfg.store.data_dir.clone(), cfg.chain.chain_id);
+    let signer = dev_accounts::derive(&cfg.chain.mnemonic, 1).unwrap().remove(0);
+    let (node, port) = Node::start_validator(cfg, "validators:test".into()).await.unwrap();
+    let genesis = node.store.head_block();
+
+    // An empty mempool: an empty block once block_time has passed.
+    let parent = Parent { number: 0, hash: genesis.block.hash, timestamp: genesis.block.header.timestamp };
+    let started = Instant::now();
+    let first = port.build(parent, 7, None).await.unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(50), "waited for block_time");
+    assert_eq!((first.block.header.number, first.block.header.timestamp), (1, 7));
+    assert_eq!(first.block.header.parent_hash, genesis.block.hash);
+    assert!(first.txs.is_empty() && first.block.txs.is_empty());
+    deliver_and_commit(&port, Arc::clone(&first.block)).await;
+
+    // A transaction waits; a proposal carrying it loses its view and
+    // gives it back; the next proposal, built from another runtime on
+    // another thread as consensus would, carries it again.
+    admit(&node, transfer(&signer, 0, chain_id)).await;
+    let parent = Parent { number: 1, hash: first.block.hash, timestamp: 7 };
+    let lost = port.build(parent, 8, None).await.unwrap();
+    assert_eq!(lost.txs.len(), 1);
+    assert_eq!(node.rpc.pool.len(), 0, "taken for the proposal");
+    port.restore(lost.txs.clone());
+    let app_hash = node.store.block(1).unwrap().app_hash;
+    let state_ref = Some(StateRef { height: 1, app_hash });
+    let (sent, built) = oneshot::channel();
+    let remote = port.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let reply = rt.block_on(remote.build(parent, 9, state_ref));
+        let _ = sent.send(reply);
+    });
+    let second = built.await.unwrap().unwrap();
+    assert_eq!(second.txs.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![lost.txs[0].hash]);
+    assert_eq!(second.block.header.state_ref, state_ref);
+    assert_eq!(second.block.header.number, 2);
+    deliver_and_commit(&port, Arc::clone(&second.block)).await;
+    assert_eq!(node.store.account(&signer.address()).unwrap().map(|a| a.nonce), Some(1));
+    assert_eq!(in_flight(&node, signer.address()).await, None, "nothing left in flight");
+    assert_eq!(node.rpc.pool.len(), 0);
+
+    // Shutdown drains once the port (and its clones) are gone.
+    port.close();
+    node.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[actix_rt::test]
+async fn a_build_whose_requester_left_loses_no_transaction() {
+    let _hooks = PROCESS_HOOKS.lock().await;
+    let cfg = config("validator-abandon");
+    let (dir, chain_id) = (cfg.store.data_dir.clone(), cfg.chain.chain_id);
+    let signer = dev_accounts::derive(&cfg.chain.mnemonic, 1).unwrap().remove(0);
+    let (node, port) = Node::start_validator(cfg, "validators:test".into()).await.unwrap();
+    let genesis = node.store.head_block();
+    let parent = Parent { number: 0, hash: genesis.block.hash, timestamp: 0 };
+    admit(&node, transfer(&signer, 0, chain_id)).await;
+    // The requester gives up while the build waits for block_time.
+    let gave_up =
+        tokio::time::timeout(std::time::Duration::from_millis(5), port.build(parent, 1, None)).await;
+    assert!(gave_up.is_err());
+    let reply = port.build(parent, 1, None).await.unwrap();
+    assert_eq!(reply.txs.len(), 1, "the transaction is still there for the next proposal");
+    port.restore(reply.txs);
+    drop(port);
+    node.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[actix_rt::test]
+async fn a_block_that_is_not_committed_is_never_acknowledged() {
+    let _hooks = PROCESS_HOOKS.lock().await;
+    let mut cfg = config("validator-halt");
+    cfg.store.inject_commit_failure_at_height = 1;
+    let dir = cfg.store.data_dir.clone();
+    let (node, port) = Node::start_validator(cfg, "validators:test".into()).await.unwrap();
+    let genesis = node.store.head_block();
+    let parent = Parent { number: 0, hash: genesis.block.hash, timestamp: 0 };
+    let block = port.build(parent, 1, None).await.unwrap().block;
+    let (acked, ack) = oneshot::channel::<()>();
+    port.deliver(
+        block,
+        Box::new(move || {
+            let _ = acked.send(());
+        }),
+    )
+    .await
+    .unwrap();
+    // Dropped unfired once the failed commit let go of it: never a false
+    // acknowledgement for a block the store does not hold.
+    let dropped = ack.await;
+    assert!(dropped.is_err());
+    assert!(port.store().halted().is_some());
+    assert_eq!(*port.committed().borrow(), 0);
+    port.close();
+    assert!(matches!(node.shutdown().await, Err(NodeError::Halted(_))));
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,74 @@
+//! What consensus needs of the node: one trait, so that the production
+//! pipeline (actors) and the simulation's in-process pipeline are
+//! interchangeable behind the same engine.
+
+use std::{future::Future, sync::Arc};
+
+use alloy_primitives::B256;
+use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
+use tokio::sync::watch;
+
+/// The block a proposal builds on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParentRef {
+    /// Its height.
+    pub number: u64,
+    /// Its hash.
+    pub hash: B256,
+    /// Its timestamp, seconds.
+    pub timestamp: u64,
+}
+
+/// A request to seal a proposal.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildRequest {
+    /// The parent.
+    pub parent: ParentRef,
+    /// The proposal's timestamp (never before the parent's).
+    pub timestamp: u64,
+    /// The state reference the header carries.
+    pub state_ref: StateRef,
+}
+
+/// A sealed proposal and the transactions taken from the mempool for it.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The block.
+    pub block: Arc<SealedBlock>,
+    /// Its transactions with their senders, in block order: put back in
+    /// the mempool if the proposal loses its height.
+    pub txs: Vec<RecoveredTx>,
+}
+
+/// Called once when a delivered block is committed.
+pub type OnCommit = Box<dyn FnOnce() + Send>;
+
+/// The pipeline stopped: nothing more can be delivered.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the execution pipeline stopped")]
+pub struct Closed;
+
+/// The node behind a validator.
+pub trait Backend: Clone + Send + Sync + 'static {
+    /// Seals a proposal from the mempool; `None` if the producer stopped.
+    fn build(&self, req: BuildRequest) -> impl Future<Output = Option<Built>> + Send;
+    /// Puts transactions of a proposal that lost its height back at the
+    /// front of the mempool, in order.
+    fn restore(&self, txs: Vec<RecoveredTx>);
+    /// Hands a finalized block to preparation -> execution -> commit,
+    /// waiting for room; `on_commit` runs once it is committed.
+    fn deliver(
+        &self,
+        block: Arc<SealedBlock>,
+        on_commit: OnCommit,
+    ) -> impl Future<Output = Result<(), Closed>> + Send;
+    /// The committed height, as it moves.
+    fn committed(&self) -> watch::Receiver<u64>;
+    /// The committed block at `height`: its hash and the app hash after it.
+    fn committed_block(&self, height: u64) -> Option<(B256, B256)>;
+    /// Why the node halted, if it did.
+    fn halted(&self) -> Option<String>;
+    /// Halts the node (a fork, an app hash that disagrees with a finalized
+    /// reference).
+    fn halt(&self, reason: String);
+}

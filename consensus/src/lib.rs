@@ -1,0 +1,42 @@
+//! sluice as one of N validators on Commonware's BFT consensus (simplex
+//! for votes, marshal for block dissemination, ordering, persistence and
+//! backfill), over authenticated, encrypted TCP.
+//!
+//! Every commonware type stays inside this crate: the node reaches
+//! consensus through [`run::spawn`] and consensus reaches the node through
+//! the [`Backend`] trait, in plain sluice types.
+//!
+//! ```text
+//!  leader:   producer ──Build──▶ SluiceApp::propose ──▶ simplex (votes) ──▶ finalized
+//!  follower: SluiceApp::verify (rules, timestamp, state reference; no execution)
+//!  all:      marshal ──Update::Block(ack)──▶ Sink ──▶ forwarder ──▶ prepare → execute → commit ──▶ ack
+//! ```
+//!
+//! Only finalized blocks execute, in order, exactly once. Execution is
+//! agreed on afterwards: each header carries a state reference, an earlier
+//! height's app hash as its proposer computed it; followers refuse a
+//! proposal whose reference disagrees with their own, and a node whose own
+//! app hash disagrees with a finalized reference halts (store commit).
+
+mod app;
+pub mod backend;
+pub mod block;
+mod engine;
+pub mod lane;
+pub mod metrics;
+pub mod rules;
+pub mod run;
+mod sink;
+pub mod testnet;
+pub mod validators;
+
+pub use backend::{Backend, BuildRequest, Built, Closed, OnCommit, ParentRef};
+pub use engine::{EngineError, Timeouts};
+pub use rules::Rules;
+pub use run::{spawn, ConsensusError, Running, ValidatorConfig};
+pub use validators::{ValidatorEntry, ValidatorSet};
+
+/// Describes and zeroes the consensus metrics.
+pub fn describe_metrics() {
+    metrics::describe();
+}

@@ -1,0 +1,46 @@
+//! Metric names of the consensus stage (`sluice_consensus_*`), described
+//! and zeroed at start so dashboards show 0 before the first event.
+
+/// Latest view this validator entered.
+pub const VIEW: &str = "sluice_consensus_view";
+/// Highest finalized height marshal reported.
+pub const FINALIZED_HEIGHT: &str = "sluice_consensus_finalized_height";
+/// Finalized height minus committed height: blocks agreed but not yet
+/// executed and committed here.
+pub const LAG_BLOCKS: &str = "sluice_consensus_lag_blocks";
+/// Seconds from a proposal's notarization to its finalization, as seen here.
+pub const FINALIZE_SECONDS: &str = "sluice_consensus_notarized_to_finalized_seconds";
+/// Verify verdicts on others' proposals, by `verdict` (accept, reject).
+pub const VERIFY_TOTAL: &str = "sluice_consensus_verify_total";
+/// Transactions of own proposals that lost their height, put back in the
+/// mempool.
+pub const REQUEUED_TXS: &str = "sluice_consensus_requeued_txs_total";
+/// Proposals made empty on purpose, by `reason` (exec_lag, lane).
+pub const EMPTY_PROPOSALS: &str = "sluice_consensus_empty_proposals_total";
+/// Validators this one is connected to.
+pub const PEERS: &str = "sluice_consensus_peers_connected";
+/// Highest height whose app hash a finalized reference confirmed.
+pub const VERIFIED_HEIGHT: &str = "sluice_verified_height";
+
+/// Describes every metric and sets it to zero.
+pub fn describe() {
+    metrics::describe_gauge!(VIEW, "Latest consensus view entered");
+    metrics::describe_gauge!(FINALIZED_HEIGHT, "Highest finalized height");
+    metrics::describe_gauge!(LAG_BLOCKS, "Finalized minus committed height");
+    metrics::describe_histogram!(FINALIZE_SECONDS, "Notarization to finalization, seconds");
+    metrics::describe_counter!(VERIFY_TOTAL, "Verify verdicts on proposals");
+    metrics::describe_counter!(REQUEUED_TXS, "Transactions put back after a proposal lost its height");
+    metrics::describe_counter!(EMPTY_PROPOSALS, "Proposals made empty on purpose");
+    metrics::describe_gauge!(PEERS, "Validators connected");
+    metrics::describe_gauge!(VERIFIED_HEIGHT, "Highest height confirmed by a finalized reference");
+    for g in [VIEW, FINALIZED_HEIGHT, LAG_BLOCKS, PEERS, VERIFIED_HEIGHT] {
+        metrics::gauge!(g).set(0.0);
+    }
+    for verdict in ["accept", "reject"] {
+        metrics::counter!(VERIFY_TOTAL, "verdict" => verdict).increment(0);
+    }
+    for reason in ["exec_lag", "lane"] {
+        metrics::counter!(EMPTY_PROPOSALS, "reason" => reason).increment(0);
+    }
+    metrics::counter!(REQUEUED_TXS).increment(0);
+}

@@ -1,0 +1,259 @@
+//! A validator's consensus in production: its own OS thread running a
+//! commonware tokio runtime (actix keeps its own), authenticated and
+//! encrypted TCP between validators, and storage under the data dir.
+//!
+//! The pipeline is reached only through the [`Backend`], over bounded
+//! flume mailboxes and tokio channels, which work across runtimes.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, thread::JoinHandle, time::Duration};
+
+use alloy_primitives::{Address, B256};
+use commonware_cryptography::{ed25519::PrivateKey, ChaCha20Poly1305};
+use commonware_p2p::{authenticated::lookup, Address as PeerAddress, AddressableManager as _};
+use commonware_runtime::{
+    tokio as cw_tokio, Clock as _, Metrics as _, Quota, Runner as _, Spawner as _, Supervisor as _,
+};
+use commonware_stream::{
+    cups::{self, Cups},
+    sake::{self, Sake},
+};
+use commonware_utils::{ordered::Map, NZUsize, NZU32};
+use futures::future::{select, Either};
+use sluice_messages::SealedBlock;
+
+use crate::{
+    backend::Backend,
+    engine::{self, channel, Channels, Setup, Timeouts},
+    validators::ValidatorSet,
+};
+
+/// What one validator needs to join the network.
+#[derive(Clone)]
+pub struct ValidatorConfig {
+    /// The shared validator set.
+    pub set: ValidatorSet,
+    /// Keccak of the set file's bytes (signed into every message).
+    pub set_hash: B256,
+    /// This validator's key.
+    pub key: PrivateKey,
+    /// Where to listen for other validators.
+    pub p2p_listen: SocketAddr,
+    /// Where consensus keeps its journals and archives.
+    pub storage_dir: PathBuf,
+    /// Consensus timing.
+    pub timeouts: Timeouts,
+    /// Propose empty blocks when this far ahead of execution.
+    pub max_exec_lag_blocks: u64,
+    /// Finalized blocks handed to the pipeline and not yet committed.
+    pub max_pending_acks: usize,
+    /// Threads of the consensus runtime.
+    pub worker_threads: usize,
+    /// Fee recipient of this validator's proposals.
+    pub coinbase: Address,
+    /// Block 0, as this node's store has it.
+    pub genesis: Arc<SealedBlock>,
+    /// The app hash after block 0.
+    pub genesis_app_hash: B256,
+    /// Messages per second per peer on the vote and certificate channels.
+    pub votes_per_second: u32,
+    /// Messages per second per peer on the block channels.
+    pub blocks_per_second: u32,
+}
+
+/// Why consensus failed to start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsensusError {
+    /// The config is unusable.
+    #[error("consensus config: {0}")]
+    Config(String),
+    /// The engine could not start.
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
+    /// The consensus thread could not be started, or panicked.
+    #[error("consensus thread: {0}")]
+    Thread(String),
+}
+
+/// A running validator's consensus.
+pub struct Running {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<(), ConsensusError>>>,
+}
+
+impl Running {
+    /// Stops consensus: no more votes, no more blocks delivered. Returns
+    /// once its thread has ended, having dropped its handle on the
+    /// pipeline, so the pipeline can drain.
+    pub fn stop(mut self) -> Result<(), ConsensusError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(ConsensusError::Thread("panicked".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Namespace of every vote and every p2p handshake: the chain and the
+/// exact validator set file, so validators whose files differ cannot
+/// agree on anything.
+pub(crate) fn namespace(chain_id: u64, set_hash: &B256) -> Vec<u8> {
+    format!("sluice/{chain_id}/{set_hash}").into_bytes()
+}
+
+/// Starts consensus on its own thread.
+pub fn spawn<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, ConsensusError> {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("consensus".into())
+        .spawn(move || {
+            let runtime = cw_tokio::Config::new()
+                .with_worker_threads(cfg.worker_threads)
+                .with_storage_directory(cfg.storage_dir.clone())
+                .with_tcp_nodelay(Some(true))
+                .with_catch_panics(false);
+            cw_tokio::Runner::new(runtime)
+                .start(|ctx| async move { run(ctx, cfg, backend, stop_rx, started_tx).await })
+        })
+        .map_err(|e| ConsensusError::Thread(e.to_string()))?;
+    match started_rx.recv() {
+        Ok(Ok(())) => Ok(Running { stop: Some(stop_tx), thread: Some(thread) }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => match thread.join() {
+            Ok(Err(e)) => Err(e),
+            _ => Err(ConsensusError::Thread("ended before starting".into())),
+        },
+    }
+}
+
+async fn run<B: Backend>(
+    ctx: cw_tokio::Context,
+    cfg: ValidatorConfig,
+    backend: B,
+    stop: tokio::sync::oneshot::Receiver<()>,
+    started: std::sync::mpsc::Sender<Result<(), ConsensusError>>,
+) -> Result<(), ConsensusError> {
+    let fail = |e: ConsensusError| {
+        let msg = e.to_string();
+        let _ = started.send(Err(e));
+        ConsensusError::Config(msg)
+    };
+    let participants = cfg.set.public_keys().map_err(|e| fail(ConsensusError::Config(e)))?;
+    let mut peers = Vec::with_capacity(cfg.set.validator.len());
+    for v in &cfg.set.validator {
+        let key = crate::validators::parse_public_key(&v.public_key)
+            .map_err(|e| fail(ConsensusError::Config(e)))?;
+        peers.push((key, PeerAddress::Symmetric(v.p2p_addr)));
+    }
+    let peers = Map::from_iter_dedup(peers);
+    let namespace = namespace(cfg.set.chain_id, &cfg.set_hash);
+    let p2p_namespace = [namespace.as_slice(), b"_P2P"].concat();
+    let max_message = engine::max_message_size(&cfg.set.rules, participants.len());
+    let handshake = Cups::<_, ChaCha20Poly1305>::new(
+        Sake {
+            signer: cfg.key.clone(),
+            synchrony_bound: Duration::from_secs(5),
+            max_handshake_age: Duration::from_secs(10),
+            version: sake::Version::V1,
+        },
+        cups::Version::V1,
+    );
+    let mut p2p_cfg = lookup::Config::local(
+        handshake,
+        &p2p_namespace,
+        cfg.p2p_listen,
+        NZUsize!(participants.len().max(1)),
+        max_message,
+        NZUsize!(1024),
+    );
+    // Validators restart (crash tests, upgrades): reconnect quickly.
+    p2p_cfg.dial_frequency = Duration::from_millis(250);
+    let (mut network, mut oracle) = lookup::Network::new(ctx.child("p2p"), p2p_cfg);
+    let votes = Quota::per_second(NZU32!(cfg.votes_per_second.max(1)));
+    let blocks = Quota::per_second(NZU32!(cfg.blocks_per_second.max(1)));
+    let channels = Channels {
+        votes: network.register(channel::VOTES, votes),
+        certificates: network.register(channel::CERTIFICATES, votes),
+        resolver: network.register(channel::RESOLVER, blocks),
+        broadcast: network.register(channel::BROADCAST, blocks),
+        backfill: network.register(channel::BACKFILL, blocks),
+    };
+    let network_handle = network.start();
+    let _ = oracle.track(0, peers);
+
+    let setup = Setup {
+        backend: backend.clone(),
+        key: cfg.key.clone(),
+        participants,
+        namespace,
+        rules: cfg.set.rules,
+        coinbase: cfg.coinbase,
+        genesis: cfg.genesis,
+        genesis_app_hash: cfg.genesis_app_hash,
+        timeouts: cfg.timeouts,
+        max_exec_lag_blocks: cfg.max_exec_lag_blocks,
+        max_pending_acks: NZUsize!(cfg.max_pending_acks.max(1)),
+        partition: "sluice".into(),
+    };
+    let mut handles = engine::start(ctx.child("validator"), setup, channels, oracle.clone(), oracle)
+        .await
+        .map_err(|e| fail(e.into()))?;
+    handles.push(network_handle);
+    let _ = started.send(Ok(()));
+    tracing::info!(listen = %cfg.p2p_listen, set = %cfg.set_hash, "consensus started");
+
+    // Runs until asked to stop or until the node halts: a halted node
+    // stops voting (it abstains rather than sign what it cannot check).
+    let halted = {
+        let (backend, ctx) = (backend.clone(), ctx.child("halt_watch"));
+        async move {
+            loop {
+                if let Some(reason) = backend.halted() {
+                    return reason;
+                }
+                metrics::gauge!(crate::metrics::PEERS).set(connected_peers(&ctx.encode()));
+                ctx.sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
+    match select(stop, Box::pin(halted)).await {
+        Either::Left(_) => tracing::debug!("consensus stopping"),
+        Either::Right((reason, _)) => tracing::error!(%reason, "the node halted; consensus stops voting"),
+    }
+    drop(backend);
+    for h in handles {
+        h.abort();
+    }
+    let _ = ctx.stop(0, Some(Duration::from_secs(5))).await;
+    Ok(())
+}
+
+/// Validators connected now, read off the p2p tracker's own gauge of
+/// connection reservations (one per connected peer) in the runtime's
+/// registry: commonware keeps its metrics there, not in `metrics`.
+fn connected_peers(registry: &str) -> f64 {
+    registry
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            (name == "p2p_tracker_directory_reserved").then(|| value.parse().ok())?
+        })
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn connected_peers_reads_the_tracker_gauge() {
+        let text = "# HELP x\np2p_tracker_directory_tracked 3\np2p_tracker_directory_reserved 2\n";
+        assert_eq!(super::connected_peers(text), 2.0);
+        assert_eq!(super::connected_peers("nothing 1\n"), 0.0);
+    }
+}

@@ -1,0 +1,190 @@
+//! Finalized blocks into the execution pipeline, in order, acknowledged to
+//! marshal only once committed.
+//!
+//! Marshal reports each finalized block once it is durable in its archive,
+//! in height order, with an acknowledgement; it keeps at most
+//! `max_pending_acks` unacknowledged, and redelivers unacknowledged blocks
+//! after a restart. The [`Sink`] (marshal's reporter, which must not
+//! block) offers each into a mailbox of that capacity; the forwarder drains
+//! it in order: it resolves the own lane (putting back the transactions of
+//! a proposal that lost its height), acknowledges a block already committed
+//! (a redelivery), and hands the rest to preparation, waiting for room, so
+//! a slow pipeline back-pressures marshal through the acknowledgement
+//! window.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
+
+use commonware_actor::Feedback;
+use commonware_consensus::{
+    marshal::Update,
+    simplex::{scheme::ed25519, types::Activity},
+    Reporter, Viewable,
+};
+use commonware_cryptography::{keccak256::Digest, Digested};
+use commonware_utils::{acknowledgement::Exact, Acknowledgement};
+use parking_lot::Mutex;
+
+use crate::{backend::Backend, block::ChainBlock, lane::Lane, metrics as m};
+
+/// A finalized block and marshal's acknowledgement for it.
+pub(crate) type Finalized = (Digested<ChainBlock>, Exact);
+
+/// Marshal's application reporter.
+#[derive(Clone)]
+pub(crate) struct Sink<B: Backend> {
+    pub(crate) tx: flume::Sender<Finalized>,
+    pub(crate) finalized: Arc<AtomicU64>,
+    pub(crate) backend: B,
+}
+
+impl<B: Backend> Reporter for Sink<B> {
+    type Activity = Update<ChainBlock, Exact>;
+
+    fn report(&mut self, activity: Self::Activity) -> Feedback {
+        match activity {
+            Update::Tip(_, height, _) => {
+                let h = height.get();
+                self.finalized.fetch_max(h, Ordering::AcqRel);
+                metrics::gauge!(m::FINALIZED_HEIGHT).set(h as f64);
+                let committed = *self.backend.committed().borrow();
+                metrics::gauge!(m::LAG_BLOCKS).set(h.saturating_sub(committed) as f64);
+            }
+            Update::Block(block, ack) => {
+                if let Err(e) = self.tx.try_send((block, ack)) {
+                    // Marshal never has more than the mailbox's capacity
+                    // unacknowledged, so this is a wiring fault. Dropping the
+                    // acknowledgement would stall marshal silently: halt loudly.
+                    let reason = format!("finalized-block mailbox refused a block: {e}");
+                    tracing::error!(%reason);
+                    self.backend.halt(reason);
+                }
+            }
+        }
+        Feedback::Ok
+    }
+}
+
+/// Drains finalized blocks into the pipeline, in order. First, catch-up:
+/// blocks marshal had processed (acknowledged) that the store lost (a
+/// crash after the acknowledgement, or grouped syncs) are fed again, read
+/// from marshal's archive by `fetch`.
+pub(crate) async fn forward<B, F, Fut>(
+    rx: flume::Receiver<Finalized>,
+    backend: B,
+    lane: Arc<Mutex<Lane>>,
+    processed: u64,
+    fetch: F,
+) where
+    B: Backend,
+    F: Fn(u64) -> Fut,
+    Fut: std::future::Future<Output = Option<ChainBlock>>,
+{
+    let committed = *backend.committed().borrow();
+    if committed < processed {
+        tracing::info!(
+            from = committed + 1,
+            to = processed,
+            "replaying finalized blocks the store had not kept"
+        );
+        for h in committed + 1..=processed {
+            let Some(block) = fetch(h).await else {
+                backend.halt(format!("finalized block {h} is missing from the consensus archive"));
+                return;
+            };
+            if backend.deliver(block.0, Box::new(|| {})).await.is_err() {
+                return;
+            }
+        }
+    }
+    while let Ok((block, ack)) = rx.recv_async().await {
+        let block = Arc::clone(&block.inner().0);
+        let (number, hash) = (block.header.number, block.hash);
+        let resolved = lane.lock().finalized(number, hash);
+        if !resolved.restore.is_empty() {
+            metrics::counter!(m::REQUEUED_TXS).increment(resolved.restore.len() as u64);
+            tracing::info!(
+                number,
+                txs = resolved.restore.len(),
+                "a proposal lost its height; its transactions go back"
+            );
+            backend.restore(resolved.restore);
+        }
+        if let Some(state_ref) = block.header.state_ref {
+            metrics::gauge!(m::VERIFIED_HEIGHT).set(state_ref.height as f64);
+        }
+        match backend.committed_block(number) {
+            Some((mine, _)) if mine == hash => {
+                ack.acknowledge();
+                continue;
+            }
+            Some((mine, _)) => {
+                backend.halt(format!(
+                    "fork: block {number} was finalized as {hash}, but this node committed {mine}"
+                ));
+                return;
+            }
+            None => {}
+        }
+        if backend.deliver(block, Box::new(move || ack.acknowledge())).await.is_err() {
+            tracing::debug!(
+                number,
+                "the pipeline stopped; finalized blocks are redelivered at the next start"
+            );
+            return;
+        }
+    }
+}
+
+/// Simplex's reporter: records view and finality metrics, then hands the
+/// activity on (to marshal's wrapper).
+#[derive(Clone)]
+pub(crate) struct Observed<R> {
+    pub(crate) inner: R,
+    notarized: Arc<Mutex<BTreeMap<u64, Instant>>>,
+}
+
+impl<R> Observed<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        Observed { inner, notarized: Arc::default() }
+    }
+}
+
+impl<R> Reporter for Observed<R>
+where
+    R: Reporter<Activity = Activity<ed25519::Scheme, Digest>>,
+{
+    type Activity = Activity<ed25519::Scheme, Digest>;
+
+    fn report(&mut self, activity: Self::Activity) -> Feedback {
+        let view = activity.view().get();
+        match &activity {
+            Activity::Notarization(_) => {
+                let mut seen = self.notarized.lock();
+                seen.insert(view, Instant::now());
+                // Bounded: views that never finalize are forgotten.
+                while seen.len() > 256 {
+                    seen.pop_first();
+                }
+                metrics::gauge!(m::VIEW).set(view as f64);
+            }
+            Activity::Finalization(_) => {
+                let mut seen = self.notarized.lock();
+                if let Some(at) = seen.remove(&view) {
+                    metrics::histogram!(m::FINALIZE_SECONDS).record(at.elapsed().as_secs_f64());
+                }
+                seen.retain(|v, _| *v > view);
+                metrics::gauge!(m::VIEW).set(view as f64);
+            }
+            Activity::Nullification(_) => metrics::gauge!(m::VIEW).set(view as f64),
+            _ => {}
+        }
+        self.inner.report(activity)
+    }
+}

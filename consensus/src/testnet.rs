@@ -1,0 +1,202 @@
+//! `sluice testnet init`: a validator set and one config per validator.
+//!
+//! Writes `DIR/validators.toml` (shared, identical everywhere) and, for
+//! each validator `i`, `DIR/v{i}/sluice.toml` and `DIR/v{i}/validator.key`.
+//! Ports are taken from a base upward: validator `i` uses `base + 3i` for
+//! p2p, `base + 3i + 1` for JSON-RPC and `base + 3i + 2` for metrics.
+
+use std::{
+    fmt::Write as _,
+    net::{IpAddr, SocketAddr},
+    path::{Path, PathBuf},
+};
+
+use alloy_primitives::B256;
+use commonware_cryptography::{ed25519::PrivateKey, Signer as _};
+
+use crate::{
+    rules::Rules,
+    validators::{public_key_hex, save_key, SetError, ValidatorEntry, ValidatorSet},
+};
+
+/// What to write.
+#[derive(Debug, Clone)]
+pub struct TestnetSpec {
+    /// Number of validators.
+    pub validators: usize,
+    /// The output directory.
+    pub dir: PathBuf,
+    /// First port.
+    pub base_port: u16,
+    /// One address per validator (defaults to 127.0.0.1 for all).
+    pub hosts: Vec<IpAddr>,
+    /// Deterministic keys from this seed (tests only: anyone can derive
+    /// them); `None`: keys from the OS's entropy.
+    pub seed: Option<u64>,
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// The hash of block 0, as every validator will build it.
+    pub genesis_hash: B256,
+    /// The app hash after block 0.
+    pub genesis_app_hash: B256,
+    /// The shared block rules.
+    pub rules: Rules,
+    /// Lines added to every validator's `[chain]` section (genesis file,
+    /// dev accounts): identical on all, or genesis differs.
+    pub chain_section: String,
+    /// `producer.block_time_ms` for every validator.
+    pub block_time_ms: u64,
+}
+
+/// What was written.
+#[derive(Debug)]
+pub struct Written {
+    /// `DIR/validators.toml`.
+    pub set_file: PathBuf,
+    /// Each validator's config file.
+    pub configs: Vec<PathBuf>,
+    /// Each validator's JSON-RPC address.
+    pub rpc_addrs: Vec<SocketAddr>,
+}
+
+/// Why a testnet could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum TestnetError {
+    /// Bad arguments.
+    #[error("{0}")]
+    Invalid(String),
+    /// A file could not be written.
+    #[error(transparent)]
+    Set(#[from] SetError),
+    /// A directory could not be created.
+    #[error("{path}: {source}")]
+    Io {
+        /// The directory.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+fn port(spec: &TestnetSpec, i: usize, k: usize) -> Result<u16, TestnetError> {
+    let p = u32::from(spec.base_port) + 3 * i as u32 + k as u32;
+    u16::try_from(p).map_err(|_| {
+        TestnetError::Invalid(format!(
+            "--base-port {} leaves no room for {} validators",
+            spec.base_port, spec.validators
+        ))
+    })
+}
+
+/// Writes the testnet.
+pub fn init(spec: &TestnetSpec) -> Result<Written, TestnetError> {
+    if spec.validators == 0 {
+        return Err(TestnetError::Invalid("--validators must be at least 1".into()));
+    }
+    let hosts: Vec<IpAddr> = match spec.hosts.len() {
+        0 => vec![IpAddr::from([127, 0, 0, 1]); spec.validators],
+        n if n == spec.validators => spec.hosts.clone(),
+        n => {
+            return Err(TestnetError::Invalid(format!(
+                "--hosts gives {n} addresses for {} validators",
+                spec.validators
+            )))
+        }
+    };
+    let mut keys = Vec::with_capacity(spec.validators);
+    for i in 0..spec.validators {
+        keys.push(match spec.seed {
+            // Insecure by design: anyone who knows the seed has the keys.
+            Some(seed) => PrivateKey::from_seed(seed.wrapping_add(i as u64)),
+            None => {
+                use commonware_math::algebra::Random as _;
+                PrivateKey::random(commonware_utils::sys_rng())
+            }
+        });
+    }
+    let mut entries = Vec::with_capacity(spec.validators);
+    let mut rpc_addrs = Vec::with_capacity(spec.validators);
+    for (i, key) in keys.iter().enumerate() {
+        let rpc = SocketAddr::new(hosts[i], port(spec, i, 1)?);
+        rpc_addrs.push(rpc);
+        entries.push(ValidatorEntry {
+            name: format!("v{i}"),
+            public_key: public_key_hex(&key.public_key()),
+            p2p_addr: SocketAddr::new(hosts[i], port(spec, i, 0)?),
+            rpc_addr: rpc,
+        });
+    }
+    let set = ValidatorSet {
+        chain_id: spec.chain_id,
+        genesis_hash: spec.genesis_hash,
+        genesis_app_hash: spec.genesis_app_hash,
+        rules: spec.rules,
+        validator: entries,
+    };
+    mkdir(&spec.dir)?;
+    let set_file = spec.dir.join("validators.toml");
+    set.save(&set_file)?;
+    let set_abs = absolute(&set_file);
+    let mut configs = Vec::with_capacity(spec.validators);
+    for (i, key) in keys.iter().enumerate() {
+        let vdir = spec.dir.join(format!("v{i}"));
+        mkdir(&vdir)?;
+        let key_file = vdir.join("validator.key");
+        save_key(&key_file, key)?;
+        let cfg = vdir.join("sluice.toml");
+        let text = node_config(spec, &set, i, &set_abs, &absolute(&key_file), &absolute(&vdir.join("data")))?;
+        std::fs::write(&cfg, text)
+            .map_err(|source| TestnetError::Io { path: cfg.display().to_string(), source })?;
+        configs.push(cfg);
+    }
+    Ok(Written { set_file, configs, rpc_addrs })
+}
+
+fn node_config(
+    spec: &TestnetSpec,
+    set: &ValidatorSet,
+    i: usize,
+    set_file: &Path,
+    key_file: &Path,
+    data_dir: &Path,
+) -> Result<String, TestnetError> {
+    let v = &set.validator[i];
+    let metrics = SocketAddr::new(v.p2p_addr.ip(), port(spec, i, 2)?);
+    let r = &set.rules;
+    let mut s = String::new();
+    let _ =
+        writeln!(s, "# Validator {} of {}: written by `sluice testnet init`.", v.name, set.validator.len());
+    let _ = writeln!(s, "# The [chain] rules must match validators.toml on every validator.\n");
+    let _ = writeln!(
+        s,
+        "[chain]\nchain_id = {}\nblock_gas_limit = {}\nbase_fee_wei = {}",
+        set.chain_id, r.block_gas_limit, r.base_fee_wei
+    );
+    s.push_str(&spec.chain_section);
+    let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"", v.rpc_addr);
+    let _ = writeln!(s, "\n[metrics]\naddr = \"{metrics}\"");
+    let _ = writeln!(s, "\n[mempool]\nmax_tx_size_bytes = {}", r.max_tx_size_bytes);
+    let _ = writeln!(
+        s,
+        "\n[producer]\nmax_block_txs = {}\nmax_block_bytes = {}\nblock_time_ms = {}",
+        r.max_block_txs, r.max_block_bytes, spec.block_time_ms
+    );
+    let _ = writeln!(s, "\n[store]\ndata_dir = {:?}", data_dir.display().to_string());
+    let _ = writeln!(
+        s,
+        "\n[consensus]\nvalidators_file = {:?}\nkey_file = {:?}\np2p_listen = \"{}\"",
+        set_file.display().to_string(),
+        key_file.display().to_string(),
+        v.p2p_addr
+    );
+    Ok(s)
+}
+
+fn mkdir(dir: &Path) -> Result<(), TestnetError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|source| TestnetError::Io { path: dir.display().to_string(), source })
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}

@@ -1,0 +1,178 @@
+//! The validator set file (`validators.toml`), identical on every
+//! validator, and each validator's key file.
+//!
+//! The file holds everything consensus-critical: chain id, genesis hash,
+//! the shared block rules and the validators (public key and address).
+//! Its hash is checked at the p2p handshake: it is part of the namespace
+//! every connection and every vote is signed under, so validators whose
+//! files differ in anything cannot talk, and say so in their logs.
+
+use std::{net::SocketAddr, path::Path};
+
+use alloy_primitives::B256;
+use commonware_codec::{DecodeExt as _, Encode as _};
+use commonware_cryptography::{
+    ed25519::{PrivateKey, PublicKey},
+    Signer as _,
+};
+use commonware_utils::ordered::Set;
+use serde::{Deserialize, Serialize};
+
+use crate::rules::Rules;
+
+/// One validator of the set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidatorEntry {
+    /// A name for logs and tools (`v0`, ...).
+    pub name: String,
+    /// Its ed25519 public key, 32 bytes hex.
+    pub public_key: String,
+    /// Where it listens for other validators.
+    pub p2p_addr: SocketAddr,
+    /// Where it serves JSON-RPC (informational: load tools and tests).
+    pub rpc_addr: SocketAddr,
+}
+
+/// The shared validator set file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidatorSet {
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// Hash of block 0: a node whose genesis differs refuses to start.
+    pub genesis_hash: B256,
+    /// The app hash after block 0, which (unlike the block hash) covers
+    /// the genesis allocation.
+    pub genesis_app_hash: B256,
+    /// The shared block rules.
+    pub rules: Rules,
+    /// The validators, in the order `testnet init` wrote them.
+    pub validator: Vec<ValidatorEntry>,
+}
+
+/// Why a validator set or key could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SetError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a valid validator set.
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn invalid(path: &Path, reason: impl Into<String>) -> SetError {
+    SetError::Invalid { path: path.display().to_string(), reason: reason.into() }
+}
+
+fn io(path: &Path, source: std::io::Error) -> SetError {
+    SetError::Io { path: path.display().to_string(), source }
+}
+
+/// Parses a 32-byte ed25519 public key from hex.
+pub fn parse_public_key(hex_key: &str) -> Result<PublicKey, String> {
+    let bytes = hex::decode(hex_key.trim_start_matches("0x")).map_err(|e| format!("not hex: {e}"))?;
+    PublicKey::decode(bytes::Bytes::from(bytes)).map_err(|e| format!("not an ed25519 public key: {e}"))
+}
+
+/// Hex of a public key, as the file stores it.
+pub fn public_key_hex(key: &PublicKey) -> String {
+    format!("0x{}", hex::encode(key.encode()))
+}
+
+impl ValidatorSet {
+    /// Reads and checks the file.
+    pub fn load(path: &Path) -> Result<(ValidatorSet, B256), SetError> {
+        let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
+        let set: ValidatorSet = toml::from_str(&text).map_err(|e| invalid(path, e.to_string()))?;
+        set.check().map_err(|reason| invalid(path, reason))?;
+        Ok((set, sluice_messages::keccak256(text.as_bytes())))
+    }
+
+    /// Writes the file; returns its hash.
+    pub fn save(&self, path: &Path) -> Result<B256, SetError> {
+        let text = self.to_toml().map_err(|reason| invalid(path, reason))?;
+        std::fs::write(path, &text).map_err(|e| io(path, e))?;
+        Ok(sluice_messages::keccak256(text.as_bytes()))
+    }
+
+    /// The file's text.
+    pub fn to_toml(&self) -> Result<String, String> {
+        toml::to_string(self).map_err(|e| e.to_string())
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.validator.is_empty() {
+            return Err("no [[validator]] entries".into());
+        }
+        let r = &self.rules;
+        if r.block_gas_limit == 0
+            || r.max_block_txs == 0
+            || r.max_block_bytes == 0
+            || r.max_tx_size_bytes == 0
+        {
+            return Err(
+                "rules: block_gas_limit, max_block_txs, max_block_bytes and max_tx_size_bytes must be > 0"
+                    .into(),
+            );
+        }
+        let keys = self.public_keys()?;
+        if keys.len() != self.validator.len() {
+            return Err("a public key appears twice".into());
+        }
+        let mut addrs: Vec<_> = self.validator.iter().map(|v| v.p2p_addr).collect();
+        addrs.sort();
+        addrs.dedup();
+        if addrs.len() != self.validator.len() {
+            return Err("a p2p_addr appears twice".into());
+        }
+        Ok(())
+    }
+
+    /// The validators' keys, as consensus orders them.
+    pub fn public_keys(&self) -> Result<Set<PublicKey>, String> {
+        let mut keys = Vec::with_capacity(self.validator.len());
+        for v in &self.validator {
+            keys.push(parse_public_key(&v.public_key).map_err(|e| format!("validator {}: {e}", v.name))?);
+        }
+        Ok(Set::from_iter_dedup(keys))
+    }
+
+    /// The entry whose key is `key`'s.
+    pub fn entry_of(&self, key: &PrivateKey) -> Option<&ValidatorEntry> {
+        let public = public_key_hex(&key.public_key());
+        self.validator.iter().find(|v| v.public_key.eq_ignore_ascii_case(&public))
+    }
+}
+
+/// Reads a key file: the ed25519 private key, 32 bytes hex.
+pub fn load_key(path: &Path) -> Result<PrivateKey, SetError> {
+    let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
+    let bytes = hex::decode(text.trim().trim_start_matches("0x"))
+        .map_err(|e| invalid(path, format!("not hex: {e}")))?;
+    PrivateKey::decode(bytes::Bytes::from(bytes))
+        .map_err(|e| invalid(path, format!("not an ed25519 private key: {e}")))
+}
+
+/// Writes a key file readable by its owner only.
+pub fn save_key(path: &Path, key: &PrivateKey) -> Result<(), SetError> {
+    let text = format!("0x{}\n", hex::encode(key.encode()));
+    std::fs::write(path, text).map_err(|e| io(path, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| io(path, e))?;
+    }
+    Ok(())
+}

@@ -212,12 +212,27 @@ async fn run<B: Backend>(
     // stops voting (it abstains rather than sign what it cannot check).
     let halted = {
         let (backend, ctx) = (backend.clone(), ctx.child("halt_watch"));
+        let (set_hash, others) = (cfg.set_hash, cfg.set.validator.len() - 1);
         async move {
+            let mut alone = 0u32;
             loop {
                 if let Some(reason) = backend.halted() {
                     return reason;
                 }
-                metrics::gauge!(crate::metrics::PEERS).set(connected_peers(&ctx.encode()));
+                let peers = connected_peers(&ctx.encode());
+                metrics::gauge!(crate::metrics::PEERS).set(peers);
+                // A validator whose validators.toml differs signs its
+                // handshakes under another namespace: every peer refuses
+                // it, and the p2p stack says so only at debug level.
+                alone = if peers == 0.0 && others > 0 { alone + 1 } else { 0 };
+                if alone == 20 || (alone > 0 && alone % 120 == 0) {
+                    tracing::warn!(
+                        set = %set_hash,
+                        "no other validator connected for {} s: check that every validator has the same \
+                         validators.toml (this one hashes to {set_hash}) and that their p2p addresses are reachable",
+                        alone / 2
+                    );
+                }
                 ctx.sleep(Duration::from_millis(500)).await;
             }
         }

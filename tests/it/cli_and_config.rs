@@ -63,3 +63,16 @@ fn layers_apply_in_order_and_bad_config_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("max_txz"), "names the bad key");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `sluice node` without a validator set builds the chain it always did:
+/// block 0 and its app hash are pinned, so any change to how a single
+/// node's headers or genesis state hash shows here. (That headers without
+/// a state reference encode exactly as before the field existed is proved
+/// against the old encoding in `messages/src/wire.rs`.)
+#[test]
+fn single_node_genesis_and_headers_are_unchanged() {
+    let node = crate::support::TestNode::dev();
+    let b0 = node.ok("eth_getBlockByNumber", serde_json::json!(["0x0", false]));
+    assert_eq!(b0["hash"], "0x6b4692ee6845d0fb50450b1ece07aa11447a79665bdc4ddbb8b0167dff66bdd6");
+    assert_eq!(b0["stateRoot"], "0x264145d4a9bc66ea7353f87e677cf4b53cc3e6254af60958aa847b873afb6532");
+}

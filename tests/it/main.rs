@@ -29,6 +29,7 @@ mod recovery_queue_sheds;
 mod shutdown_drains_pipeline;
 mod store_damage_halts_cleanly;
 mod transfers_reach_receipts;
+mod validator_config_refused;
 mod validators_agree_and_rejoin;
 mod websocket_limits_hold;
 mod websocket_subscriptions;

@@ -47,8 +47,11 @@ fn free_range(n: u16) -> u16 {
 pub(crate) fn testnet_init(dir: &Path, n: usize, extra: &[&str]) -> Vec<PathBuf> {
     let base = free_range(3 * n as u16).to_string();
     let validators = n.to_string();
+    // Deterministic keys unless the caller picks a seed of its own.
+    let seed: &[&str] = if extra.contains(&"--seed") { &[] } else { &["--seed", "1"] };
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["testnet", "init", "--validators", &validators, "--base-port", &base, "--seed", "1"])
+        .args(["testnet", "init", "--validators", &validators, "--base-port", &base])
+        .args(seed)
         .args(["--block-time-ms", "100", "--dir"])
         .arg(dir)
         .args(extra)

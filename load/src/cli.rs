@@ -64,9 +64,16 @@ pub enum WorkloadKind {
 /// The flags of a load run.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// JSON-RPC endpoint (loopback only).
-    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8545")]
+    /// JSON-RPC endpoint (loopback only), or several separated by commas
+    /// (the validators of one network): each sender is pinned to one of
+    /// them (through its connection), so its nonces stay on one validator,
+    /// which proposes what its own RPC admitted.
+    #[arg(long, value_name = "URL[,URL...]", default_value = "http://127.0.0.1:8545")]
     pub url: String,
+    /// Where inclusion is measured (blocks scanned) and setup reads state;
+    /// default: the first `--url`.
+    #[arg(long, value_name = "URL")]
+    pub scan_url: Option<String>,
     /// A name for the target in the summary and the plot.
     #[arg(long, value_name = "NAME", default_value = "target")]
     pub label: String,
@@ -145,4 +152,16 @@ pub struct RunArgs {
     /// Signatures timed to measure sender-recovery cost (0: skip).
     #[arg(long, value_name = "N", default_value_t = 2000)]
     pub recovery_sample: usize,
+}
+
+impl RunArgs {
+    /// The targets `--url` names, in order.
+    pub fn urls(&self) -> Vec<String> {
+        self.url.split(',').map(str::trim).filter(|u| !u.is_empty()).map(String::from).collect()
+    }
+
+    /// Where blocks are scanned and setup reads state.
+    pub fn scan_url(&self) -> String {
+        self.scan_url.clone().or_else(|| self.urls().into_iter().next()).unwrap_or_else(|| self.url.clone())
+    }
 }

@@ -31,7 +31,21 @@ const GWEI: u128 = 1_000_000_000;
 const RECEIPT_SAMPLE: usize = 20;
 
 fn check(args: &RunArgs) -> Result<(), LoadError> {
-    setup::check_loopback(&args.url)?;
+    let urls = args.urls();
+    if urls.is_empty() {
+        return Err(LoadError::Args("--url names no endpoint".into()));
+    }
+    for url in urls.iter().chain(args.scan_url.iter()) {
+        setup::check_loopback(url)?;
+    }
+    // Senders are pinned to URLs through their connections.
+    if args.connections < urls.len() {
+        return Err(LoadError::Args(format!(
+            "--connections ({}) must be at least the number of --url endpoints ({})",
+            args.connections,
+            urls.len()
+        )));
+    }
     if let Some(m) = &args.metrics_url {
         setup::check_loopback(m)?;
     }
@@ -57,7 +71,7 @@ fn check(args: &RunArgs) -> Result<(), LoadError> {
 /// Runs a load as `args` says; prints progress and the summary.
 pub fn run(args: &RunArgs) -> Result<Summary, LoadError> {
     check(args)?;
-    let rpc = Rpc::new(&args.url, Duration::from_millis(args.request_timeout_ms));
+    let rpc = Rpc::new(&args.scan_url(), Duration::from_millis(args.request_timeout_ms));
     let chain_id = setup::chain_id(&rpc)?;
     let signers: Vec<Signer> = match (args.accounts, args.mnemonic_accounts) {
         (Some(n), _) => keys::seeded_keys(args.seed, n as usize),
@@ -115,7 +129,7 @@ pub fn run(args: &RunArgs) -> Result<Summary, LoadError> {
     let mut mon = Monitor::new(args.metrics_url.clone(), pid);
     mon.sample(&counters, 0.0);
     let t0 = Instant::now();
-    let scanner = Scanner::start(&args.url, start_block, t0, counters.clone());
+    let scanner = Scanner::start(&args.scan_url(), start_block, t0, counters.clone());
     let schedule_end = args.duration_s.map(Duration::from_secs_f64);
     let nominal = schedule_end.or_else(|| args.tps.map(|r| Duration::from_secs_f64(slots as f64 / r)));
     let deadline = nominal.unwrap_or_default() + Duration::from_secs(args.overrun_s);
@@ -228,13 +242,16 @@ fn spawn_workers(
         groups[s.sender % n].push((addrs[s.sender], s));
     }
     let schedules = Schedule::split(args.tps, slots, n);
+    let urls = args.urls();
     groups
         .into_iter()
         .zip(schedules)
         .enumerate()
         .filter_map(|(i, (group, schedule))| {
             let cfg = WorkerConfig {
-                url: args.url.clone(),
+                // Connection i (and so every sender in its group) talks to
+                // one endpoint only.
+                url: urls.get(i % urls.len().max(1)).cloned().unwrap_or_else(|| args.url.clone()),
                 batch: args.batch,
                 batch_wait: Duration::from_millis(args.batch_wait_ms),
                 max_in_flight: (args.max_in_flight / n).max(1),
@@ -308,5 +325,17 @@ mod tests {
         assert!(check(&parse(&["--count", "1", "--url", "http://192.168.1.1:8545"])).is_err());
         assert!(check(&parse(&["--count", "1", "--conflict-rate", "1.5"])).is_err());
         assert!(check(&parse(&["--count", "1", "--tps", "0"])).is_err());
+        // Several endpoints: each must be on loopback, and each needs a
+        // connection of its own.
+        let four = "http://127.0.0.1:1,http://127.0.0.1:2,http://127.0.0.1:3,http://127.0.0.1:4";
+        let args = parse(&["--count", "1", "--url", four]);
+        assert!(check(&args).is_ok());
+        assert_eq!(args.urls().len(), 4);
+        assert_eq!(args.scan_url(), "http://127.0.0.1:1");
+        assert!(check(&parse(&["--count", "1", "--url", four, "--connections", "2"])).is_err());
+        let bad = "http://127.0.0.1:1,http://10.0.0.1:2";
+        assert!(check(&parse(&["--count", "1", "--url", bad, "--connections", "2"])).is_err());
+        let scan = parse(&["--count", "1", "--url", four, "--scan-url", "http://127.0.0.1:9"]);
+        assert_eq!(scan.scan_url(), "http://127.0.0.1:9");
     }
 }

@@ -26,6 +26,8 @@ pub mod lane;
 pub mod metrics;
 pub mod rules;
 pub mod run;
+#[cfg(test)]
+mod sim;
 mod sink;
 pub mod testnet;
 pub mod validators;

@@ -225,7 +225,7 @@ async fn run<B: Backend>(
                 // handshakes under another namespace: every peer refuses
                 // it, and the p2p stack says so only at debug level.
                 alone = if peers == 0.0 && others > 0 { alone + 1 } else { 0 };
-                if alone == 20 || (alone > 0 && alone % 120 == 0) {
+                if alone == 20 || (alone > 0 && alone.is_multiple_of(120)) {
                     tracing::warn!(
                         set = %set_hash,
                         "no other validator connected for {} s: check that every validator has the same \

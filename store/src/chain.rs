@@ -264,6 +264,13 @@ impl Store {
         }
     }
 
+    /// Fault injection: from block `height` on, this store's app hashes
+    /// differ from every other node's (as `DurableOptions::diverge_at`).
+    pub fn with_divergence_at(mut self, height: u64) -> Store {
+        self.diverge_at = height;
+        self
+    }
+
     /// Opens the durable store in `opts.dir`: a new data dir starts at
     /// genesis; an existing one resumes at its last durable height after
     /// re-verifying its most recent app hashes against the hash vault.

@@ -1,0 +1,461 @@
+//! Deterministic simulation: N validators running this crate's engine
+//! (the real block codec, application, sink, forwarder and lane, on real
+//! simplex and marshal) on commonware's deterministic runtime and
+//! simulated network, in virtual time, from a seed.
+//!
+//! Only the actor pipeline is replaced: [`SimBackend`] builds blocks from
+//! an in-process FIFO, prepares, executes (the sequential executor, the
+//! oracle the node's executors are tested against) and commits (an
+//! in-memory store) synchronously in the forwarder's task. The real
+//! pipeline behind the same trait is covered by the process tests. A
+//! crashed validator loses its store and mempool, as a process would, and
+//! is rebuilt from genesis by marshal's redelivery and backfill.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod tests;
+
+use std::{
+    collections::{BTreeMap, HashMap, VecDeque},
+    sync::Arc,
+    time::Duration,
+};
+
+use alloy_consensus::{TxEip1559, TypedTransaction};
+use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
+use commonware_cryptography::{
+    ed25519::{PrivateKey, PublicKey},
+    Signer as _,
+};
+use commonware_p2p::simulated::{self, Link, Oracle};
+use commonware_runtime::{deterministic, Handle, Quota, Runner as _, Spawner as _, Supervisor as _};
+use commonware_utils::{ordered::Set, NZUsize, NZU32};
+use parking_lot::Mutex;
+use sluice_executor::{BlockExecutor as _, ExecConfig, SequentialExecutor};
+use sluice_messages::{BlockHeader, ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock};
+use sluice_store::{Genesis, GenesisAccount, Store};
+use sluice_txpool::{PreparedTxCache, Signer};
+use tokio::sync::watch;
+
+use crate::{
+    backend::{Backend, BuildRequest, Built, Closed, OnCommit},
+    block::tx_root,
+    engine::{self, channel, Channels, Setup, Timeouts},
+    rules::Rules,
+};
+
+pub(crate) const CHAIN_ID: u64 = 31337;
+const BASE_FEE: u64 = 1_000_000_000;
+const GAS_LIMIT: u64 = 30_000_000;
+const QUOTA: Quota = Quota::per_second(NZU32!(10_000));
+
+pub(crate) fn rules() -> Rules {
+    Rules {
+        block_gas_limit: GAS_LIMIT,
+        base_fee_wei: BASE_FEE,
+        max_block_txs: 200,
+        max_block_bytes: 1 << 20,
+        max_tx_size_bytes: 1 << 16,
+        max_timestamp_drift_s: 2,
+    }
+}
+
+/// Funded senders: one per validator and index.
+pub(crate) fn sender(i: usize) -> Signer {
+    let mut secret = [0u8; 32];
+    secret[24..].copy_from_slice(&(1000 + i as u64).to_be_bytes());
+    Signer::from_bytes(&B256::from(secret)).expect("valid key")
+}
+
+pub(crate) fn genesis(senders: usize) -> Genesis {
+    let mut g = Genesis {
+        chain_id: CHAIN_ID,
+        timestamp: 0,
+        gas_limit: GAS_LIMIT,
+        base_fee: BASE_FEE,
+        coinbase: Address::ZERO,
+        alloc: Default::default(),
+    };
+    for i in 0..senders {
+        let balance = U256::from(10u128.pow(24));
+        g.alloc.insert(sender(i).address(), GenesisAccount { balance, ..Default::default() });
+    }
+    g
+}
+
+/// A signed transfer as admission would hand it over.
+pub(crate) fn transfer(from: &Signer, nonce: u64) -> RecoveredTx {
+    let raw = from.sign_raw(TypedTransaction::Eip1559(TxEip1559 {
+        chain_id: CHAIN_ID,
+        nonce,
+        gas_limit: 21_000,
+        max_fee_per_gas: 2 * u128::from(BASE_FEE),
+        max_priority_fee_per_gas: 1,
+        to: TxKind::Call(Address::repeat_byte(0x77)),
+        value: U256::from(1),
+        ..Default::default()
+    }));
+    sluice_txpool::recover_raw(raw).expect("a valid transaction")
+}
+
+/// What every node committed: (node, height) -> (block hash, app hash),
+/// and each node's receipts by transaction hash.
+#[derive(Clone, Default)]
+pub(crate) struct Recorder {
+    inner: Arc<Mutex<RecorderInner>>,
+}
+
+#[derive(Default)]
+struct RecorderInner {
+    blocks: BTreeMap<(usize, u64), (B256, B256)>,
+    receipts: HashMap<usize, HashMap<B256, u64>>,
+    heads: HashMap<usize, u64>,
+}
+
+impl Recorder {
+    fn committed(&self, node: usize, block: &ExecutedBlock, app_hash: B256) {
+        let mut r = self.inner.lock();
+        let number = block.block.header.number;
+        if let Some((hash, app)) = r.blocks.get(&(node, number)) {
+            // A rebuilt node must commit exactly what it did before.
+            assert_eq!(
+                (*hash, *app),
+                (block.block.hash, app_hash),
+                "node {node} changed its mind at {number}"
+            );
+        }
+        r.blocks.insert((node, number), (block.block.hash, app_hash));
+        let receipts = r.receipts.entry(node).or_default();
+        for rc in &block.receipts {
+            let prev = receipts.insert(rc.tx_hash, number);
+            assert!(prev.is_none_or(|p| p == number), "node {node}: tx {} included twice", rc.tx_hash);
+        }
+        r.heads.insert(node, number);
+    }
+
+    /// Forgets a crashed node's head (its store is gone).
+    fn crashed(&self, node: usize) {
+        self.inner.lock().heads.insert(node, 0);
+    }
+
+    pub(crate) fn head(&self, node: usize) -> u64 {
+        self.inner.lock().heads.get(&node).copied().unwrap_or(0)
+    }
+
+    /// Every block committed by every node in `nodes` at heights
+    /// `1..=upto` is the same block with the same app hash.
+    pub(crate) fn assert_identical(&self, nodes: &[usize], upto: u64) {
+        let r = self.inner.lock();
+        for h in 1..=upto {
+            let first =
+                r.blocks.get(&(nodes[0], h)).unwrap_or_else(|| panic!("node {} has no block {h}", nodes[0]));
+            for n in &nodes[1..] {
+                let other = r.blocks.get(&(*n, h)).unwrap_or_else(|| panic!("node {n} has no block {h}"));
+                assert_eq!(first, other, "nodes {} and {n} disagree at height {h}", nodes[0]);
+            }
+        }
+    }
+
+    /// Every transaction in `sent` has exactly one receipt on `node`.
+    pub(crate) fn assert_receipts(&self, node: usize, sent: &[B256]) {
+        let r = self.inner.lock();
+        let receipts = r.receipts.get(&node).expect("node committed nothing");
+        for h in sent {
+            assert!(receipts.contains_key(h), "node {node}: no receipt for {h}");
+        }
+    }
+}
+
+/// The in-process pipeline behind one simulated validator.
+#[derive(Clone)]
+pub(crate) struct SimBackend {
+    node: usize,
+    mempool: Arc<Mutex<VecDeque<RecoveredTx>>>,
+    store: Arc<Store>,
+    heads: Arc<watch::Sender<u64>>,
+    recorder: Recorder,
+    exec: ExecConfig,
+}
+
+impl SimBackend {
+    fn new(node: usize, genesis: &Genesis, recorder: Recorder, diverge_at: Option<u64>) -> Self {
+        let (heads, _) = watch::channel(0);
+        SimBackend {
+            node,
+            mempool: Arc::default(),
+            // As if this node's execution disagreed from that height on.
+            store: Arc::new(Store::new(genesis).with_divergence_at(diverge_at.unwrap_or(0))),
+            heads: Arc::new(heads),
+            recorder,
+            exec: ExecConfig { chain_id: CHAIN_ID, spec: sluice_messages::Spec::Prague },
+        }
+    }
+
+    /// Admits a transaction into this node's mempool.
+    pub(crate) fn submit(&self, tx: RecoveredTx) {
+        self.mempool.lock().push_back(tx);
+    }
+
+    fn execute(&self, block: &Arc<SealedBlock>) -> Option<(ExecutedBlock, B256)> {
+        let cache = PreparedTxCache::new(16);
+        let txs = sluice_txpool::prepare_block(&block.txs, &cache, CHAIN_ID, 1);
+        let prepared = PreparedBlock { block: Arc::clone(block), txs };
+        let outcome = SequentialExecutor::new(self.exec).execute(&*self.store, &prepared).ok()?;
+        let positions: HashMap<B256, u32> =
+            prepared.txs.iter().enumerate().map(|(i, t)| (t.hash(), i as u32)).collect();
+        let raw_index =
+            outcome.receipts.iter().map(|r| positions.get(&r.tx_hash).copied().unwrap_or(0)).collect();
+        let executed = ExecutedBlock {
+            block: Arc::clone(block),
+            receipts: outcome.receipts,
+            raw_index,
+            skipped: outcome.skipped,
+            gas_used: outcome.gas_used,
+            changes: Arc::new(outcome.changes),
+            app_hash: B256::ZERO,
+        };
+        match self.store.commit(&executed) {
+            Ok(info) => Some((executed, info.app_hash)),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Backend for SimBackend {
+    async fn build(&self, req: BuildRequest) -> Option<Built> {
+        let txs: Vec<RecoveredTx> = {
+            let mut pool = self.mempool.lock();
+            let n = pool.len().min(rules().max_block_txs);
+            pool.drain(..n).collect()
+        };
+        let raws: Vec<Bytes> = txs.iter().map(|t| t.raw.clone()).collect();
+        let header = BlockHeader {
+            number: req.parent.number + 1,
+            parent_hash: req.parent.hash,
+            timestamp: req.timestamp,
+            coinbase: Address::ZERO,
+            gas_limit: GAS_LIMIT,
+            base_fee: BASE_FEE,
+            tx_root: tx_root(&raws),
+            state_ref: Some(req.state_ref),
+        };
+        let block = Arc::new(SealedBlock { hash: header.hash(), header, txs: raws });
+        Some(Built { block, txs })
+    }
+
+    fn restore(&self, txs: Vec<RecoveredTx>) {
+        let mut pool = self.mempool.lock();
+        for tx in txs.into_iter().rev() {
+            pool.push_front(tx);
+        }
+    }
+
+    async fn deliver(&self, block: Arc<SealedBlock>, on_commit: OnCommit) -> Result<(), Closed> {
+        if self.store.halted().is_some() {
+            return Err(Closed);
+        }
+        if let Some((executed, app_hash)) = self.execute(&block) {
+            self.recorder.committed(self.node, &executed, app_hash);
+            self.heads.send_replace(block.header.number);
+            on_commit();
+        }
+        Ok(())
+    }
+
+    fn committed(&self) -> watch::Receiver<u64> {
+        self.heads.subscribe()
+    }
+
+    fn committed_block(&self, height: u64) -> Option<(B256, B256)> {
+        if height > self.store.head() {
+            return None;
+        }
+        self.store.block(height).map(|b| (b.block.hash, b.app_hash))
+    }
+
+    fn halted(&self) -> Option<String> {
+        self.store.halted()
+    }
+
+    fn halt(&self, reason: String) {
+        self.store.halt(reason);
+    }
+}
+
+/// The simulated network of `n` validators.
+pub(crate) struct Sim {
+    pub(crate) ctx: deterministic::Context,
+    pub(crate) oracle: Oracle<PublicKey, deterministic::Context>,
+    pub(crate) keys: Vec<PrivateKey>,
+    pub(crate) participants: Set<PublicKey>,
+    pub(crate) recorder: Recorder,
+    pub(crate) genesis: Genesis,
+    pub(crate) nodes: Vec<Option<(SimBackend, Handle<()>)>>,
+}
+
+impl Sim {
+    pub(crate) async fn new(ctx: deterministic::Context, n: usize, link: Link) -> Sim {
+        let keys: Vec<PrivateKey> = (0..n as u64).map(PrivateKey::from_seed).collect();
+        let participants = Set::from_iter_dedup(keys.iter().map(|k| k.public_key()));
+        let (network, oracle) = simulated::Network::new_with_peers(
+            ctx.child("network"),
+            simulated::Config {
+                max_size: 1 << 22,
+                max_peers_per_set: NZUsize!(n),
+                disconnect_on_block: true,
+                tracked_peer_sets: NZUsize!(1),
+            },
+            participants.iter().cloned(),
+        )
+        .await;
+        network.start();
+        let sim = Sim {
+            ctx,
+            oracle,
+            keys,
+            participants,
+            recorder: Recorder::default(),
+            genesis: genesis(n * 4),
+            nodes: (0..n).map(|_| None).collect(),
+        };
+        sim.link_all(link).await;
+        sim
+    }
+
+    fn pk(&self, i: usize) -> PublicKey {
+        self.keys[i].public_key()
+    }
+
+    pub(crate) async fn link_all(&self, link: Link) {
+        for a in 0..self.keys.len() {
+            for b in 0..self.keys.len() {
+                if a != b {
+                    let _ = self.oracle.remove_link(self.pk(a), self.pk(b)).await;
+                    self.oracle.add_link(self.pk(a), self.pk(b), link.clone()).await.expect("link");
+                }
+            }
+        }
+    }
+
+    /// Cuts every link between the two groups.
+    pub(crate) async fn cut(&self, left: &[usize], right: &[usize]) {
+        for &a in left {
+            for &b in right {
+                let _ = self.oracle.remove_link(self.pk(a), self.pk(b)).await;
+                let _ = self.oracle.remove_link(self.pk(b), self.pk(a)).await;
+            }
+        }
+    }
+
+    /// Starts validator `i` (again, after a crash: on the same storage).
+    pub(crate) async fn start(&mut self, i: usize, diverge_at: Option<u64>) {
+        let backend = SimBackend::new(i, &self.genesis, self.recorder.clone(), diverge_at);
+        let control = self.oracle.control(self.pk(i));
+        let mut reg = Vec::new();
+        for ch in
+            [channel::VOTES, channel::CERTIFICATES, channel::RESOLVER, channel::BROADCAST, channel::BACKFILL]
+        {
+            reg.push(control.register(ch, QUOTA).await.expect("register"));
+        }
+        let mut reg = reg.into_iter();
+        let mut next = || reg.next().expect("five channels");
+        let channels = Channels {
+            votes: next(),
+            certificates: next(),
+            resolver: next(),
+            broadcast: next(),
+            backfill: next(),
+        };
+        let (block, app) = sluice_store::genesis_sealed(&self.genesis);
+        let setup = Setup {
+            backend: backend.clone(),
+            key: self.keys[i].clone(),
+            participants: self.participants.clone(),
+            namespace: b"sluice-sim".to_vec(),
+            rules: rules(),
+            coinbase: Address::ZERO,
+            genesis: block,
+            genesis_app_hash: app,
+            timeouts: Timeouts {
+                leader: Duration::from_secs(1),
+                certification: Duration::from_secs(2),
+                retry: Duration::from_secs(1),
+                fetch: Duration::from_secs(1),
+            },
+            max_exec_lag_blocks: 8,
+            max_pending_acks: NZUsize!(4),
+            partition: format!("v{i}"),
+        };
+        let (manager, blocker) = (self.oracle.manager(), control.clone());
+        let handle = self.ctx.child("validator").spawn(move |ctx| async move {
+            let handles = engine::start(ctx, setup, channels, manager, blocker).await.expect("engine starts");
+            // The node lives as long as its tasks; aborting this task
+            // aborts them all (a crash).
+            futures::future::join_all(handles).await;
+        });
+        self.nodes[i] = Some((backend, handle));
+    }
+
+    /// Kills validator `i`: its tasks stop, its store and mempool are gone,
+    /// its consensus storage (journals, archives) stays.
+    pub(crate) fn crash(&mut self, i: usize) {
+        if let Some((_, handle)) = self.nodes[i].take() {
+            handle.abort();
+        }
+        self.recorder.crashed(i);
+    }
+
+    pub(crate) fn backend(&self, i: usize) -> &SimBackend {
+        &self.nodes[i].as_ref().expect("running").0
+    }
+
+    /// Waits (virtual time) until every node in `nodes` has committed
+    /// `height`; panics after `limit`.
+    pub(crate) async fn reach(&self, nodes: &[usize], height: u64, limit: Duration) {
+        use commonware_runtime::Clock as _;
+        let start = self.ctx.current();
+        while nodes.iter().any(|&i| self.recorder.head(i) < height) {
+            let waited = self.ctx.current().duration_since(start).unwrap_or_default();
+            let heads: Vec<u64> = nodes.iter().map(|&i| self.recorder.head(i)).collect();
+            assert!(waited < limit, "nodes {nodes:?} stuck at {heads:?} below {height} after {waited:?}");
+            self.ctx.sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub(crate) async fn sleep(&self, d: Duration) {
+        use commonware_runtime::Clock as _;
+        self.ctx.sleep(d).await;
+    }
+
+    pub(crate) fn max_head(&self) -> u64 {
+        (0..self.keys.len()).map(|i| self.recorder.head(i)).max().unwrap_or(0)
+    }
+}
+
+/// The seed of a run: `SIM_SEED` replays one; else `default`.
+pub(crate) fn seed(default: u64) -> u64 {
+    std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// Runs `f` in the deterministic runtime, printing the seed first so a
+/// failure names it.
+pub(crate) fn run<F, Fut>(name: &str, default_seed: u64, f: F) -> Fut::Output
+where
+    F: FnOnce(deterministic::Context) -> Fut,
+    Fut: std::future::Future,
+{
+    let seed = seed(default_seed);
+    eprintln!("{name}: seed {seed} (replay with SIM_SEED={seed})");
+    let cfg = deterministic::Config::new().with_seed(seed).with_timeout(Some(Duration::from_secs(3600)));
+    deterministic::Runner::new(cfg).start(f)
+}
+
+/// A link delivering `percent_delivered` of its messages.
+pub(crate) fn link(latency_ms: u64, jitter_ms: u64, percent_delivered: u64) -> Link {
+    let success_rate = commonware_utils::Probability::new(percent_delivered, 100).expect("a percentage");
+    Link {
+        latency: Duration::from_millis(latency_ms),
+        jitter: Duration::from_millis(jitter_ms),
+        success_rate,
+    }
+}

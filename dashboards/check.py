@@ -21,6 +21,10 @@ Prometheus if missing). Steps:
    no finite value fails unless its panel is listed in expected-missing.txt.
    An allowlisted panel whose targets all have data fails too: shrink the
    list. The `instance` variable's query must find the node.
+6. The consensus dashboard (validator mode) is evaluated the same way
+   against a real network: `sluice testnet init --validators 4`, four
+   validator processes, Prometheus scraping all four, transfers sent to
+   each; its panels are evaluated on validator 0.
 """
 
 import argparse
@@ -320,6 +324,122 @@ def evaluate(base, expr, start, end):
     return "ok", f"{len(series)} series, max {max(finite):.4g}{warn}"
 
 
+NETWORK_DASHBOARDS = {"sluice-consensus"}
+# Four debug validators on two cores: one thread per stage, long views.
+NETWORK_ENV = {
+    "SLUICE_RPC__WORKERS": "1", "SLUICE_PIPELINE__RECOVERY_WORKERS": "1",
+    "SLUICE_PIPELINE__PREPARE_WORKERS": "1", "SLUICE_PIPELINE__EXECUTE_WORKERS": "1",
+    "SLUICE_CONSENSUS__WORKER_THREADS": "1", "SLUICE_CONSENSUS__LEADER_TIMEOUT_MS": "2000",
+    "SLUICE_CONSENSUS__CERTIFICATION_TIMEOUT_MS": "4000",
+}
+
+
+def free_range(n):
+    """A base port with n free loopback ports above it."""
+    import random
+    for _ in range(200):
+        base = random.randrange(20000, 60000)
+        socks = []
+        try:
+            for k in range(n):
+                so = socket.socket()
+                so.bind(("127.0.0.1", base + k))
+                socks.append(so)
+            return base
+        except OSError:
+            pass
+        finally:
+            for so in socks:
+                so.close()
+    raise RuntimeError(f"no {n} free ports in a row")
+
+
+def start_network(node, tmp):
+    """Four validators from `testnet init`; returns (procs, rpc urls, metrics targets)."""
+    base = free_range(12)
+    net = os.path.join(tmp, "net")
+    r = subprocess.run([node, "testnet", "init", "--validators", "4", "--dir", net, "--base-port", str(base),
+                        "--seed", "1", "--block-time-ms", "100"], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("testnet init failed: " + r.stdout + r.stderr)
+    procs, urls, targets = [], [], []
+    for i in range(4):
+        log = open(os.path.join(tmp, f"v{i}.log"), "w")
+        procs.append(subprocess.Popen([node, "node", "--config", os.path.join(net, f"v{i}", "sluice.toml")],
+                                      stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **NETWORK_ENV}))
+        urls.append(f"http://127.0.0.1:{base + 3 * i + 1}")
+        targets.append(f"127.0.0.1:{base + 3 * i + 2}")
+    for i, u in enumerate(urls):
+        def up(i=i, u=u):
+            if procs[i].poll() is not None:
+                _died(f"validator {i}", tmp, f"v{i}.log")
+            return load.Rpc(u).call("eth_blockNumber", []).get("result")
+        wait_for(f"validator {i}", up, 60)
+    return procs, urls, targets
+
+
+def check_network(args, dashboards, allow, tmp):
+    """Step 6: the consensus dashboard against four real validators."""
+    procs, prom = [], None
+    try:
+        step("starting 4 validators (sluice testnet init)")
+        procs, urls, targets = start_network(args.node, tmp)
+        cfg = os.path.join(tmp, "prometheus-net.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+                    "  - job_name: sluice\n    static_configs:\n      - targets: "
+                    + json.dumps(targets) + "\n")
+        port = free_port()
+        prom_log = open(os.path.join(tmp, "prometheus-net.log"), "w")
+        prom = subprocess.Popen(
+            ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={os.path.join(tmp, 'prom-net')}",
+             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+            stdout=prom_log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        wait_for("Prometheus (network) to be ready", lambda: http_get(base + "/-/ready"), 60)
+        for tg in targets:
+            wait_for(f"the first scrape of {tg}", lambda tg=tg: target_up(base, tg), 30)
+        step(f"transfers to each validator for {args.seconds:g}s")
+        load_start = time.time()
+        stats, stop_ev, hashes = load.Stats(), threading.Event(), []
+        deadline = load_start + args.seconds
+        # Sender i sends to validator i only: each proposes what it admitted.
+        jobs = [threading.Thread(target=load.steady, args=(u, i, deadline, stats, stop_ev, hashes), daemon=True)
+                for i, u in enumerate(urls)]
+        for j in jobs:
+            j.start()
+        for j in jobs:
+            j.join(args.seconds + 30)
+        print(f"   {len(hashes)} single transfers admitted over 4 validators")
+        for i, p in enumerate(procs):
+            if p.poll() is not None:
+                _died(f"validator {i}", tmp, f"v{i}.log")
+        time.sleep(3)
+        end = time.time()
+        instance_re = re.escape(targets[0]).replace("\\", "\\\\")
+        for name, _, d in dashboards:
+            if d["uid"] not in NETWORK_DASHBOARDS:
+                continue
+            for p in all_panels(d):
+                if p.get("type") == "row":
+                    continue
+                key = (d["uid"], p["title"])
+                for tg in p.get("targets", []):
+                    expr = tg["expr"].replace("$__rate_interval", args.rate_interval).replace("$instance", instance_re)
+                    status, detail = evaluate(base, expr, load_start - 2, end)
+                    label = f"{d['uid']} / {p['title']} [{tg['refId']}]"
+                    if status == "error":
+                        problem(f"{label}: query error: {detail}")
+                    elif status == "nodata" and key not in allow:
+                        problem(f"{label}: no data ({detail})")
+                    else:
+                        print(f"ok    {label}: {detail}")
+    finally:
+        stop(prom)
+        for p in procs:
+            stop(p)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
@@ -390,6 +510,8 @@ def main():
         instance_re = re.escape(target).replace("\\", "\\\\")
         stale = []
         for name, _, d in dashboards:
+            if d["uid"] in NETWORK_DASHBOARDS:
+                continue
             for p in all_panels(d):
                 if p.get("type") == "row":
                     continue
@@ -413,6 +535,11 @@ def main():
                     stale.append(key)
         for uid, title in stale:
             problem(f"{uid} / {title} has data now: remove it from dashboards/expected-missing.txt")
+        step("stopping Prometheus and the node")
+        stop(prom)
+        stop(node)
+        prom = node = None
+        check_network(args, dashboards, allow, tmp)
     except Exception as e:
         problem(f"{type(e).__name__}: {e}")
     finally:

@@ -439,7 +439,38 @@ def actors():
     return d
 
 
-DASHBOARDS = [pipeline, admission, actors]
+def consensus():
+    d = Dashboard("sluice-consensus", "sluice / Consensus",
+                  "Validator mode: views, finality, how far execution trails finality, verify verdicts, "
+                  "proposals put back or made empty, peers. A single node exports none of these.")
+    d.row("Consensus")
+    d.ts("View and finalized height", "The latest view entered, and the highest finalized height.",
+         [t(f"sluice_consensus_view{sel()}", "view"),
+          t(f"sluice_consensus_finalized_height{sel()}", "finalized")], "none", w=8, custom={"fillOpacity": 0})
+    d.ts("Finalized, not yet committed", "Blocks agreed on by the validators but not yet executed and "
+         "committed here (the seed system's received vs executed).",
+         [t(f"sluice_consensus_lag_blocks{sel()}", "lag")], BLOCKS, w=8)
+    d.ts("Notarized to finalized", "Time from a view's notarization to its finalization, seen here.",
+         [t(quantile(0.5, "sluice_consensus_notarized_to_finalized_seconds"), "p50"),
+          t(quantile(0.99, "sluice_consensus_notarized_to_finalized_seconds"), "p99")], "s", w=8)
+    d.ts("Verify verdicts", "Other validators' proposals this one accepted or refused.",
+         [t(rate("sluice_consensus_verify_total", by="verdict"), "{{verdict}}")], "cps", w=8)
+    d.ts("Transactions put back", "Transactions of this validator's proposals that lost their height, "
+         "put back at the front of its mempool.",
+         [t(f"sum({rate('sluice_consensus_requeued_txs_total')})", "put back")], TXPS, w=8)
+    d.ts("Empty proposals", "Proposals made empty on purpose: execution too far behind (exec_lag), or an "
+         "own proposal unresolved on another branch (lane).",
+         [t(rate("sluice_consensus_empty_proposals_total", by="reason"), "{{reason}}")], BLOCKPS, w=8)
+    d.panel("stat", "Peers connected", "Other validators this one is connected to.",
+            [t(f"sluice_consensus_peers_connected{sel()}", "peers")], "none", w=8, h=6)
+    d.ts("Verified and committed height", "The highest height whose app hash a finalized block's state "
+         "reference confirmed, against the committed height.",
+         [t(f"sluice_verified_height{sel()}", "verified"), t(height("committed"), "committed")],
+         "none", w=16, h=6, custom={"fillOpacity": 0})
+    return d
+
+
+DASHBOARDS = [pipeline, admission, actors, consensus]
 
 
 def render():

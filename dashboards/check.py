@@ -21,10 +21,14 @@ Prometheus if missing). Steps:
    no finite value fails unless its panel is listed in expected-missing.txt.
    An allowlisted panel whose targets all have data fails too: shrink the
    list. The `instance` variable's query must find the node.
-6. The consensus dashboard (validator mode) is evaluated the same way
-   against a real network: `sluice testnet init --validators 4`, four
-   validator processes, Prometheus scraping all four, transfers sent to
-   each; its panels are evaluated on validator 0.
+6. The consensus dashboard (validator mode; a single node exports none of
+   its metrics) against a real network: `sluice testnet init --validators 4`
+   on free ports, four validator processes (one worker per stage), a
+   Prometheus scraping all four (one `instance` each), steady transfers to
+   each validator (lib/load.py run_network); every validator must have
+   finalized blocks, and every consensus panel's targets are evaluated on
+   each validator with the rules of step 5. The validators are stopped at
+   the end, also on failure.
 """
 
 import argparse
@@ -34,6 +38,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -247,10 +252,11 @@ def _died(what, tmp, logname):
     raise RuntimeError(f"{what} exited:\n{tail}")
 
 
-def prometheus_config(target):
+def prometheus_config(targets):
+    """prometheus.yml scraping `targets` every second."""
     with open(PROM_CONFIG) as f:
         text = f.read()
-    for old, new in [("127.0.0.1:9545", target), ("scrape_interval: 5s", "scrape_interval: 1s"),
+    for old, new in [("127.0.0.1:9545", '", "'.join(targets)), ("scrape_interval: 5s", "scrape_interval: 1s"),
                      ("evaluation_interval: 5s", "evaluation_interval: 1s")]:
         if text.count(old) != 1:
             raise RuntimeError(f"prometheus.yml: expected `{old}` exactly once")
@@ -258,35 +264,47 @@ def prometheus_config(target):
     return text
 
 
-def start_prometheus(tmp, target):
-    cfg = os.path.join(tmp, "prometheus.yml")
+def start_prometheus(tmp, targets, name="prometheus"):
+    cfg = os.path.join(tmp, f"{name}.yml")
     with open(cfg, "w") as f:
-        f.write(prometheus_config(target))
+        f.write(prometheus_config(targets))
     port = free_port()
-    log = open(os.path.join(tmp, "prometheus.log"), "w")
+    log = open(os.path.join(tmp, f"{name}.log"), "w")
     proc = subprocess.Popen(
-        ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={os.path.join(tmp, 'prom')}",
+        ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={os.path.join(tmp, name + '-tsdb')}",
          f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
         stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
 
     def ready():
         if proc.poll() is not None:
-            _died("prometheus", tmp, "prometheus.log")
+            _died("prometheus", tmp, f"{name}.log")
         return http_get(base + "/-/ready")
 
-    wait_for("Prometheus to be ready", ready, 60)
+    try:
+        wait_for("Prometheus to be ready", ready, 60)
+    except BaseException:
+        stop_all([proc])
+        raise
     return proc, base
 
 
-def stop(proc):
-    if proc and proc.poll() is None:
-        proc.terminate()
+def stop_all(procs, grace=15):
+    """SIGTERM to every process still running, then SIGKILL to any left after `grace` seconds."""
+    live = [p for p in procs if p and p.poll() is None]
+    for p in live:
+        p.terminate()
+    end = time.time() + grace
+    for p in live:
         try:
-            proc.wait(15)
+            p.wait(max(0.1, end - time.time()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            p.kill()
+            p.wait()
+
+
+def stop(proc):
+    stop_all([proc])
 
 
 # --- Prometheus queries
@@ -324,7 +342,62 @@ def evaluate(base, expr, start, end):
     return "ok", f"{len(series)} series, max {max(finite):.4g}{warn}"
 
 
-NETWORK_DASHBOARDS = {"sluice-consensus"}
+def check_instance_variable(base, since, targets):
+    """The dashboards' `instance` variable, label_values(sluice_build_info, instance), must list every target."""
+    r = api(base, "/api/v1/series", {"match[]": "sluice_build_info", "start": f"{since:.0f}"})
+    found = {s.get("instance") for s in r.get("data", [])}
+    for target in targets:
+        if target not in found:
+            problem(f"label_values(sluice_build_info, instance) = {sorted(found)}: no {target}")
+
+
+def evaluate_panels(base, dashboards, uids, instances, allow, start, end, rate_interval):
+    """Every target of every panel of the dashboards in `uids`, with `$instance` set to each
+    of `instances` in turn. An error fails; no finite value (on any instance) fails unless
+    the panel is allowlisted; an allowlisted panel with data everywhere fails (shrink the list)."""
+    stale = []
+    for _, _, d in dashboards:
+        if d["uid"] not in uids:
+            continue
+        for p in all_panels(d):
+            if p.get("type") == "row":
+                continue
+            key = (d["uid"], p["title"])
+            allowed = key in allow
+            every_ok = True
+            for tg in p.get("targets", []):
+                label = f"{d['uid']} / {p['title']} [{tg['refId']}]"
+                results = []
+                for inst in instances:
+                    expr = tg["expr"].replace("$__rate_interval", rate_interval) \
+                        .replace("$instance", re.escape(inst).replace("\\", "\\\\"))
+                    status, detail = evaluate(base, expr, start, end)
+                    results.append((inst, status, detail))
+                    every_ok = every_ok and status == "ok"
+                    where = f"{label} on {inst}" if len(instances) > 1 else label
+                    if status == "error":
+                        problem(f"{where}: query error: {detail}")
+                    elif status == "nodata" and not allowed:
+                        problem(f"{where}: no data ({detail})")
+                if all(s != "error" and (s == "ok" or allowed) for _, s, _ in results):
+                    if len(instances) == 1:
+                        status, detail = results[0][1:]
+                        print(f"ok    {label}: " + (f"no data, expected: {allow[key]}" if status == "nodata"
+                                                    else detail))
+                    else:
+                        print(f"ok    {label}: " + "; ".join(
+                            f"v{n} {'no data (expected)' if s == 'nodata' else det}"
+                            for n, (_, s, det) in enumerate(results)))
+            if allowed and every_ok:
+                stale.append(key)
+    for uid, title in stale:
+        problem(f"{uid} / {title} has data now: remove it from dashboards/expected-missing.txt")
+
+
+# --- 6. a 4-validator network
+
+NETWORK_DASHBOARDS = {"sluice-consensus"}  # validator-only metrics: evaluated on the network, not the node
+VALIDATORS = 4
 # Four debug validators on two cores: one thread per stage, long views.
 NETWORK_ENV = {
     "SLUICE_RPC__WORKERS": "1", "SLUICE_PIPELINE__RECOVERY_WORKERS": "1",
@@ -335,10 +408,11 @@ NETWORK_ENV = {
 
 
 def free_range(n):
-    """A base port with n free loopback ports above it."""
+    """A base port with n consecutive free loopback ports from it, below the usual
+    ephemeral range (32768+) so outgoing connections cannot take them meanwhile."""
     import random
     for _ in range(200):
-        base = random.randrange(20000, 60000)
+        base = random.randrange(20000, 32768 - n)
         socks = []
         try:
             for k in range(n):
@@ -354,101 +428,95 @@ def free_range(n):
     raise RuntimeError(f"no {n} free ports in a row")
 
 
-def start_network(node, tmp):
-    """Four validators from `testnet init`; returns (procs, rpc urls, metrics targets)."""
-    base = free_range(12)
+def start_network(node, tmp, procs):
+    """`testnet init` and its validators (appended to `procs` as they start, so the caller
+    stops them even when a later one fails); returns (rpc urls, metrics targets).
+    Validator i listens on base+3i (p2p), base+3i+1 (JSON-RPC), base+3i+2 (metrics)."""
+    base = free_range(3 * VALIDATORS)
     net = os.path.join(tmp, "net")
-    r = subprocess.run([node, "testnet", "init", "--validators", "4", "--dir", net, "--base-port", str(base),
-                        "--seed", "1", "--block-time-ms", "100"], capture_output=True, text=True)
+    r = subprocess.run([node, "testnet", "init", "--validators", str(VALIDATORS), "--dir", net,
+                        "--base-port", str(base), "--seed", "1", "--block-time-ms", "100"],
+                       capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError("testnet init failed: " + r.stdout + r.stderr)
-    procs, urls, targets = [], [], []
-    for i in range(4):
+    urls = [f"http://127.0.0.1:{base + 3 * i + 1}" for i in range(VALIDATORS)]
+    targets = [f"127.0.0.1:{base + 3 * i + 2}" for i in range(VALIDATORS)]
+    for i in range(VALIDATORS):
         log = open(os.path.join(tmp, f"v{i}.log"), "w")
         procs.append(subprocess.Popen([node, "node", "--config", os.path.join(net, f"v{i}", "sluice.toml")],
                                       stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **NETWORK_ENV}))
-        urls.append(f"http://127.0.0.1:{base + 3 * i + 1}")
-        targets.append(f"127.0.0.1:{base + 3 * i + 2}")
     for i, u in enumerate(urls):
         def up(i=i, u=u):
             if procs[i].poll() is not None:
                 _died(f"validator {i}", tmp, f"v{i}.log")
             return load.Rpc(u).call("eth_blockNumber", []).get("result")
-        wait_for(f"validator {i}", up, 60)
-    return procs, urls, targets
+        wait_for(f"validator {i}'s JSON-RPC", up, 60)
+    return urls, targets
+
+
+def query_by_instance(base, expr):
+    r = api(base, "/api/v1/query", {"query": expr})
+    return {s["metric"].get("instance"): float(s["value"][1]) for s in r.get("data", {}).get("result", [])}
 
 
 def check_network(args, dashboards, allow, tmp):
     """Step 6: the consensus dashboard against four real validators."""
-    procs, prom = [], None
+    procs = []
     try:
-        step("starting 4 validators (sluice testnet init)")
-        procs, urls, targets = start_network(args.node, tmp)
-        cfg = os.path.join(tmp, "prometheus-net.yml")
-        with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
-                    "  - job_name: sluice\n    static_configs:\n      - targets: "
-                    + json.dumps(targets) + "\n")
-        port = free_port()
-        prom_log = open(os.path.join(tmp, "prometheus-net.log"), "w")
-        prom = subprocess.Popen(
-            ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={os.path.join(tmp, 'prom-net')}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=prom_log, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-        wait_for("Prometheus (network) to be ready", lambda: http_get(base + "/-/ready"), 60)
+        step(f"starting {VALIDATORS} validators (sluice testnet init, one worker per stage)")
+        urls, targets = start_network(args.node, tmp, procs)
+        print(f"   rpc {', '.join(urls)}")
+
+        step("starting Prometheus scraping the validators (every 1s)")
+        prom, base = start_prometheus(tmp, targets, "prometheus-net")
+        procs.append(prom)
         for tg in targets:
             wait_for(f"the first scrape of {tg}", lambda tg=tg: target_up(base, tg), 30)
-        step(f"transfers to each validator for {args.seconds:g}s")
+        print(f"   {base}, targets {', '.join(targets)}")
+
+        step(f"transfers to each validator for {args.network_seconds:g}s")
         load_start = time.time()
-        stats, stop_ev, hashes = load.Stats(), threading.Event(), []
-        deadline = load_start + args.seconds
-        # Sender i sends to validator i only: each proposes what it admitted.
-        jobs = [threading.Thread(target=load.steady, args=(u, i, deadline, stats, stop_ev, hashes), daemon=True)
-                for i, u in enumerate(urls)]
-        for j in jobs:
-            j.start()
-        for j in jobs:
-            j.join(args.seconds + 30)
-        print(f"   {len(hashes)} single transfers admitted over 4 validators")
-        for i, p in enumerate(procs):
+        counts = load.run_network(urls, args.network_seconds)
+        for k, v in sorted(counts.items()):
+            print(f"   {v:6d}  {k}")
+        for i, p in enumerate(procs[:VALIDATORS]):
             if p.poll() is not None:
                 _died(f"validator {i}", tmp, f"v{i}.log")
-        time.sleep(3)
+        time.sleep(3)  # the last scrapes
         end = time.time()
-        instance_re = re.escape(targets[0]).replace("\\", "\\\\")
-        for name, _, d in dashboards:
-            if d["uid"] not in NETWORK_DASHBOARDS:
-                continue
-            for p in all_panels(d):
-                if p.get("type") == "row":
-                    continue
-                key = (d["uid"], p["title"])
-                for tg in p.get("targets", []):
-                    expr = tg["expr"].replace("$__rate_interval", args.rate_interval).replace("$instance", instance_re)
-                    status, detail = evaluate(base, expr, load_start - 2, end)
-                    label = f"{d['uid']} / {p['title']} [{tg['refId']}]"
-                    if status == "error":
-                        problem(f"{label}: query error: {detail}")
-                    elif status == "nodata" and key not in allow:
-                        problem(f"{label}: no data ({detail})")
-                    else:
-                        print(f"ok    {label}: {detail}")
+
+        finalized = query_by_instance(base, "sluice_consensus_finalized_height")
+        committed = query_by_instance(base, "sluice_pipeline_committed_height")
+        included = query_by_instance(base, "sluice_txs_included_total")
+        for i, tg in enumerate(targets):
+            print(f"   v{i} {tg}: finalized {finalized.get(tg, 'none')}, committed {committed.get(tg, 'none')}, "
+                  f"txs included {included.get(tg, 'none')}")
+            if not finalized.get(tg):
+                problem(f"validator {i} ({tg}) finalized nothing: the consensus panels would check a stalled network")
+
+        step("template variable `instance` (network)")
+        check_instance_variable(base, load_start, targets)
+
+        step(f"every target of every consensus panel on each validator ($__rate_interval = {args.rate_interval})")
+        evaluate_panels(base, dashboards, NETWORK_DASHBOARDS, targets, allow, load_start - 2, end,
+                        args.rate_interval)
     finally:
-        stop(prom)
-        for p in procs:
-            stop(p)
+        step("stopping Prometheus and the validators")
+        stop_all(procs)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
     ap.add_argument("--node", default=os.path.join(target, "debug", "sluice"))
-    ap.add_argument("--seconds", type=float, default=20, help="load duration")
+    ap.add_argument("--seconds", type=float, default=20, help="load duration (single node)")
+    ap.add_argument("--network-seconds", type=float, default=20, help="transfers duration (validators)")
     ap.add_argument("--rate-interval", default="15s", help="what $__rate_interval becomes")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, TSDB)")
     args = ap.parse_args()
     began = time.time()
+    # A SIGTERM (CI timeout) unwinds through the `finally`s below, which stop every process started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     step("static checks")
     dashboards = load_dashboards()
@@ -478,7 +546,7 @@ def main():
         print(f"   rpc {url}, metrics {target}, env {env}")
 
         step("starting Prometheus (scrape every 1s)")
-        prom, base = start_prometheus(tmp, target)
+        prom, base = start_prometheus(tmp, [target])
         wait_for("the first scrape of the node", lambda: target_up(base, target), 30)
         print(f"   {base}")
 
@@ -501,51 +569,23 @@ def main():
         print(f"   {len(scrape)} bytes, {sum(1 for ln in scrape.splitlines() if ln and not ln.startswith(b'#'))} samples")
 
         step("template variable `instance`")
-        r = api(base, "/api/v1/series", {"match[]": "sluice_build_info", "start": f"{load_start:.0f}"})
-        found = {s.get("instance") for s in r.get("data", [])}
-        if target not in found:
-            problem(f"label_values(sluice_build_info, instance) = {sorted(found)}: no {target}")
+        check_instance_variable(base, load_start, [target])
 
         step(f"every target of every panel over the load window ($__rate_interval = {args.rate_interval})")
-        instance_re = re.escape(target).replace("\\", "\\\\")
-        stale = []
-        for name, _, d in dashboards:
-            if d["uid"] in NETWORK_DASHBOARDS:
-                continue
-            for p in all_panels(d):
-                if p.get("type") == "row":
-                    continue
-                key = (d["uid"], p["title"])
-                results = []
-                for tg in p.get("targets", []):
-                    expr = tg["expr"].replace("$__rate_interval", args.rate_interval).replace("$instance", instance_re)
-                    results.append((tg["refId"], *evaluate(base, expr, load_start - 2, end)))
-                allowed = key in allow
-                for ref, status, detail in results:
-                    label = f"{d['uid']} / {p['title']} [{ref}]"
-                    if status == "error":
-                        problem(f"{label}: query error: {detail}")
-                    elif status == "nodata" and not allowed:
-                        problem(f"{label}: no data ({detail})")
-                    elif status == "nodata":
-                        print(f"ok    {label}: no data, expected: {allow[key]}")
-                    else:
-                        print(f"ok    {label}: {detail}")
-                if allowed and all(s == "ok" for _, s, _ in results):
-                    stale.append(key)
-        for uid, title in stale:
-            problem(f"{uid} / {title} has data now: remove it from dashboards/expected-missing.txt")
+        single = {d["uid"] for _, _, d in dashboards} - NETWORK_DASHBOARDS
+        evaluate_panels(base, dashboards, single, [target], allow, load_start - 2, end, args.rate_interval)
+
         step("stopping Prometheus and the node")
-        stop(prom)
-        stop(node)
+        stop_all([prom, node])
         prom = node = None
+
         check_network(args, dashboards, allow, tmp)
     except Exception as e:
         problem(f"{type(e).__name__}: {e}")
     finally:
-        step("stopping Prometheus and the node")
-        stop(prom)
-        stop(node)
+        if prom or node:
+            step("stopping Prometheus and the node")
+            stop_all([prom, node])
         if args.keep or problems:
             print(f"   logs and data kept in {tmp}")
         else:

@@ -29,8 +29,8 @@ impl Backend for ActorBackend {
         Some(Built { block: reply.block, txs: reply.txs })
     }
 
-    fn restore(&self, txs: Vec<RecoveredTx>) {
-        self.0.restore(txs);
+    async fn restore(&self, txs: Vec<RecoveredTx>) {
+        self.0.restore(txs).await;
     }
 
     async fn deliver(&self, block: Arc<SealedBlock>, on_commit: OnCommit) -> Result<(), Closed> {

@@ -20,7 +20,7 @@ use sluice_store::Store;
 use tokio::sync::{oneshot, watch};
 
 use crate::{
-    mailbox::{MailboxSender, SendError},
+    mailbox::MailboxSender,
     metrics as m,
     protocol::{BuildReply, Delivery, Parent, PrepareMsg, ProducerMsg},
 };
@@ -78,22 +78,24 @@ impl ValidatorPort {
     }
 
     /// Hands back the transactions of a proposal that lost its view, in
-    /// block order, to the front of the mempool. Never waits: this may be
-    /// called from consensus's event loop. A full producer mailbox loses
-    /// them (logged with the count, `sluice_txs_dropped_total`); they stay
-    /// in flight for their senders until a block skips past them.
-    pub fn restore(&self, txs: Vec<RecoveredTx>) {
+    /// block order, to the front of the mempool, waiting for room in the
+    /// producer's mailbox (it drains in microseconds; wake-ups can fill it
+    /// for a moment under load). They must be back before the next build,
+    /// or a later nonce of a sender could be proposed before an earlier
+    /// one. A stopped producer loses them (logged with the count,
+    /// `sluice_txs_dropped_total{reason="restore_refused"}`).
+    pub async fn restore(&self, txs: Vec<RecoveredTx>) {
         if txs.is_empty() {
             return;
         }
         let n = txs.len();
-        let why = match self.producer.try_send(ProducerMsg::Restore { txs }) {
-            Ok(()) => return,
-            Err(SendError::Full(_)) => "producer mailbox full",
-            Err(SendError::Closed(_)) => "producer stopped",
-        };
-        tracing::error!(n, why, "transactions of a failed proposal not restored to the mempool");
-        metrics::counter!(m::TXS_DROPPED, "reason" => m::DROP_RESTORE_REFUSED).increment(n as u64);
+        if self.producer.send(ProducerMsg::Restore { txs }).await.is_err() {
+            tracing::error!(
+                n,
+                "producer stopped: transactions of a failed proposal not restored to the mempool"
+            );
+            metrics::counter!(m::TXS_DROPPED, "reason" => m::DROP_RESTORE_REFUSED).increment(n as u64);
+        }
     }
 
     /// Sends a decided block into preparation, waiting for room

@@ -107,7 +107,7 @@ async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
     let lost = port.build(parent, 8, None).await.unwrap();
     assert_eq!(lost.txs.len(), 1);
     assert_eq!(node.rpc.pool.len(), 0, "taken for the proposal");
-    port.restore(lost.txs.clone());
+    port.restore(lost.txs.clone()).await;
     let app_hash = node.store.block(1).unwrap().app_hash;
     let state_ref = Some(StateRef { height: 1, app_hash });
     let (sent, built) = oneshot::channel();
@@ -148,7 +148,7 @@ async fn a_build_whose_requester_left_loses_no_transaction() {
     assert!(gave_up.is_err());
     let reply = port.build(parent, 1, None).await.unwrap();
     assert_eq!(reply.txs.len(), 1, "the transaction is still there for the next proposal");
-    port.restore(reply.txs);
+    port.restore(reply.txs).await;
     drop(port);
     node.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(dir);

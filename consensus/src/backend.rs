@@ -53,8 +53,10 @@ pub trait Backend: Clone + Send + Sync + 'static {
     /// Seals a proposal from the mempool; `None` if the producer stopped.
     fn build(&self, req: BuildRequest) -> impl Future<Output = Option<Built>> + Send;
     /// Puts transactions of a proposal that lost its height back at the
-    /// front of the mempool, in order.
-    fn restore(&self, txs: Vec<RecoveredTx>);
+    /// front of the mempool, in order, waiting for room: they must be back
+    /// before the next proposal is built, or a later nonce could be
+    /// proposed before an earlier one.
+    fn restore(&self, txs: Vec<RecoveredTx>) -> impl Future<Output = ()> + Send;
     /// Hands a finalized block to preparation -> execution -> commit,
     /// waiting for room; `on_commit` runs once it is committed.
     fn deliver(

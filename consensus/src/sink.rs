@@ -114,7 +114,7 @@ pub(crate) async fn forward<B, F, Fut>(
                 txs = resolved.restore.len(),
                 "a proposal lost its height; its transactions go back"
             );
-            backend.restore(resolved.restore);
+            backend.restore(resolved.restore).await;
         }
         if let Some(state_ref) = block.header.state_ref {
             metrics::gauge!(m::VERIFIED_HEIGHT).set(state_ref.height as f64);

@@ -319,3 +319,27 @@ def run(url, seconds, max_per_sender, with_ws):
     if errors:
         raise RuntimeError("load failed: " + "; ".join(errors))
     return stats.counts
+
+
+def run_network(urls, seconds):
+    """Steady transfers to each validator of a fresh network for `seconds`: dev
+    sender i sends to validator i only (a validator proposes what it admitted,
+    when it leads). Returns a Counter of what happened."""
+    stats, stop, hashes, errors = Stats(), threading.Event(), [], []
+    deadline = time.time() + seconds
+
+    def guarded(url, index):
+        try:
+            steady(url, index, deadline, stats, stop, hashes)
+        except Exception as e:  # a failed load must fail the check, not hang it
+            errors.append(f"steady to {url}: {e!r}")
+            stop.set()
+
+    jobs = [threading.Thread(target=guarded, args=(u, i), daemon=True) for i, u in enumerate(urls)]
+    for j in jobs:
+        j.start()
+    for j in jobs:
+        j.join(seconds + 30)
+    if errors:
+        raise RuntimeError("load failed: " + "; ".join(errors))
+    return stats.counts

@@ -243,7 +243,7 @@ impl Backend for SimBackend {
         Some(Built { block, txs })
     }
 
-    fn restore(&self, txs: Vec<RecoveredTx>) {
+    async fn restore(&self, txs: Vec<RecoveredTx>) {
         let mut pool = self.mempool.lock();
         for tx in txs.into_iter().rev() {
             pool.push_front(tx);

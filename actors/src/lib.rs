@@ -23,14 +23,12 @@
 //! - [`events`]: committed heights published to subscribers.
 //! - [`pending`]: in-flight transactions by hash.
 //! - [`metrics`]: metric names and the Prometheus exporter.
-//! - [`dev_accounts`]: mnemonic-derived dev keys.
 //! - [`faults`]: named failpoints; [`supervise`]: panic containment,
 //!   restarts and escalation to a halt.
 //! - [`replay`]: re-execution of a data dir against its hash vault.
 
 pub mod admission;
 pub mod committer;
-pub mod dev_accounts;
 pub mod events;
 pub mod faults;
 pub mod finalizer;

@@ -21,12 +21,11 @@ use alloy_primitives::U256;
 use sluice_config::{Config, Spec};
 use sluice_executor::{ExecConfig, OccExecutor};
 use sluice_store::{DurableOptions, Genesis, GenesisAccount, Store, SyncPolicy};
-use sluice_txpool::{AdmissionRules, PoolCounters, PreparedTxCache};
+use sluice_txpool::{dev_accounts, AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
 
 use crate::{
     committer::Committer,
-    dev_accounts,
     events::ChainEvents,
     finalizer::Finalizer,
     mailbox::{mailbox, mailbox_indexed, MailboxProbe, MailboxSender},

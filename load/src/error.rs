@@ -41,7 +41,7 @@ pub enum LoadError {
     Args(String),
     /// Deriving mnemonic keys failed.
     #[error("deriving mnemonic accounts: {0}")]
-    Derive(#[from] sluice_actors::dev_accounts::DeriveError),
+    Derive(#[from] sluice_txpool::dev_accounts::DeriveError),
     /// A file could not be written or read.
     #[error("{path}: {source}")]
     Io {

@@ -49,7 +49,7 @@ pub fn seeded_keys(seed: u64, count: usize) -> Vec<Signer> {
 /// The first `count` accounts of the test mnemonic (anvil's `--accounts`,
 /// sluice's `--dev-accounts`).
 pub fn mnemonic_keys(count: u32) -> Result<Vec<Signer>, LoadError> {
-    Ok(sluice_actors::dev_accounts::derive(TEST_MNEMONIC, count)?)
+    Ok(sluice_txpool::dev_accounts::derive(TEST_MNEMONIC, count)?)
 }
 
 /// A fresh recipient address for transfer `index` of a run: distinct per

@@ -47,6 +47,8 @@ pub mod recover;
 pub mod sign;
 pub mod validate;
 
+pub mod dev_accounts;
+
 pub use cache::{hash_batch, keccak, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
 pub use error::TxError;
 pub use nonce::NonceBook;

@@ -6,11 +6,11 @@
 //! HMAC-SHA512 and one public-key computation (~30 us), so 10,000 accounts
 //! take a fraction of a second.
 
+use crate::Signer;
 use alloy_primitives::B256;
 use hmac::{Hmac, Mac};
 use secp256k1::{PublicKey, Scalar, SecretKey, SECP256K1};
 use sha2::Sha512;
-use sluice_txpool::Signer;
 
 type HmacSha512 = Hmac<Sha512>;
 

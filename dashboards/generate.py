@@ -294,24 +294,23 @@ def pipeline():
          "at 0 under load, preparation is.",
          [t(f"sluice_prepare_blocks_ahead{sel()}", "blocks ahead")], BLOCKS, w=6)
 
-    d.row("Executor (OCC)")
-    d.ts("Blocks by execution mode", "Blocks executed in parallel (OCC) and those run sequentially: "
-         "small blocks, and fallbacks after too many conflicts.",
-         [t(rate("sluice_occ_blocks_total", by="mode"), "{{mode}}")], BLOCKPS, w=8,
+    d.row("Executor")
+    d.ts("Blocks by execution path", "Blocks by the path that executed them: scheduled transfers and "
+         "lanes (parallel), the one journal and the sequential executor (in order).",
+         [t(rate("sluice_occ_blocks_total", by="path"), "{{path}}")], BLOCKPS, w=8,
          custom={"stacking": {"mode": "normal", "group": "A"}})
-    d.ts("Sequential share", "Share of blocks not executed in parallel, by reason.",
-         [t(rate("sluice_occ_blocks_total", extra='mode!="parallel"', by="mode")
-            + " / ignoring(mode) group_left sum(" + rate("sluice_occ_blocks_total") + ")", "{{mode}}")],
+    d.ts("In-order share", "Share of blocks run in order, by why: small blocks, one worker, "
+         "the chooser, what lanes do not model, contention.",
+         [t(rate("sluice_occ_blocks_total", extra='reason!=""', by="reason")
+            + " / ignoring(reason) group_left sum(" + rate("sluice_occ_blocks_total") + ")", "{{reason}}")],
          "percentunit", w=8,
          defaults={"min": 0, "max": 1})
-    d.ts("Reruns and conflicts", "Transactions re-executed after a conflict, and conflicts detected.",
-         [t(f"sum({rate('sluice_occ_reruns_total')})", "reruns"),
-          t(f"sum({rate('sluice_occ_conflicts_total')})", "conflicts")], "cps", w=8)
-    d.ts("Rerun depth", "How many times a transaction was re-executed in a block.",
-         [t(quantile(0.5, "sluice_occ_rerun_depth"), "p50"), t(quantile(0.99, "sluice_occ_rerun_depth"), "p99")],
-         "short", w=12)
-    d.ts("OCC phase time (p99)", "Speculate, validate and merge time per block.",
-         [t(quantile(0.99, "sluice_occ_phase_seconds", by="phase"), "{{phase}}")], "s", w=12)
+    d.ts("Lane reruns", "Transactions executed again on lanes because a chunk before theirs "
+         "changed what they read.",
+         [t(f"sum({rate('sluice_occ_reruns_total')})", "reruns")], "cps", w=8)
+    d.ts("Parallel phase time (p99)", "Speculate, validate and merge time per block (scheduled "
+         "transfers and lanes).",
+         [t(quantile(0.99, "sluice_occ_phase_seconds", by="phase"), "{{phase}}")], "s", w=24)
 
     d.row("Store")
     d.ts("Commit latency", "Time to commit one block (database write, sync and in-memory apply).",
@@ -426,7 +425,7 @@ def actors():
             [t(f"sluice_build_info{sel()}", "{{version}}", instant=True)], "none", w=4, h=8,
             options={"textMode": "name", "colorMode": "none", "graphMode": "none"})
     d.ts("CPU", "CPU time used by the node per second of wall time (100% = one core).",
-         [t(f"rate(sluice_process_cpu_seconds{sel()}[{RI}])", "cpu")], "percentunit", w=5)
+         [t(f"rate(sluice_process_cpu_seconds_total{sel()}[{RI}])", "cpu")], "percentunit", w=5)
     d.ts("Resident memory", "Resident set size of the node process.",
          [t(f"sluice_process_resident_memory_bytes{sel()}", "rss")], "bytes", w=5)
     d.ts("Open file descriptors", "Open file descriptors, and the soft limit (right axis).",

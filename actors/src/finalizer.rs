@@ -142,25 +142,12 @@ impl Finalizer {
 
 /// Exports what the executor reports about one block.
 fn record_exec_stats(s: &sluice_executor::ExecStats) {
-    use sluice_executor::ExecMode;
-    let mode = match s.mode {
-        ExecMode::Parallel if s.lanes => "parallel_lanes",
-        ExecMode::Parallel => "parallel",
-        ExecMode::Sequential { reason } => match reason {
-            sluice_executor::SequentialReason::Configured => "sequential_configured",
-            sluice_executor::SequentialReason::SmallBlock => "sequential_small_block",
-            sluice_executor::SequentialReason::MaxIncarnations => "sequential_max_incarnations",
-            sluice_executor::SequentialReason::Contention => "sequential_contention",
-            sluice_executor::SequentialReason::Adaptive => "sequential_adaptive",
-            sluice_executor::SequentialReason::Unsupported => "sequential_unsupported",
-        },
-    };
-    metrics::counter!(m::OCC_BLOCKS, "mode" => mode).increment(1);
-    metrics::counter!(m::OCC_RERUNS).increment(u64::from(s.reruns));
-    metrics::counter!(m::OCC_CONFLICTS).increment(u64::from(s.conflicts));
-    metrics::counter!(m::OCC_FAST_TRANSFERS).increment(u64::from(s.fast_transfers));
-    metrics::histogram!(m::OCC_RERUN_DEPTH).record(f64::from(s.max_rerun_depth));
-    if s.mode == ExecMode::Parallel || s.sequential_from.is_some() {
+    let path = s.path.as_str();
+    if let Some(because) = s.path.in_order() {
+        metrics::counter!(m::OCC_BLOCKS, "path" => path, "reason" => because.as_str()).increment(1);
+    } else {
+        metrics::counter!(m::OCC_BLOCKS, "path" => path).increment(1);
+        metrics::counter!(m::OCC_RERUNS).increment(u64::from(s.reruns));
         metrics::histogram!(m::OCC_PHASE_SECONDS, "phase" => "speculate").record(s.speculate.as_secs_f64());
         metrics::histogram!(m::OCC_PHASE_SECONDS, "phase" => "validate").record(s.validate.as_secs_f64());
         metrics::histogram!(m::OCC_PHASE_SECONDS, "phase" => "merge").record(s.merge.as_secs_f64());

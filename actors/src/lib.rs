@@ -39,7 +39,6 @@ pub mod nonce;
 pub mod pending;
 pub mod port;
 pub mod preparer;
-pub mod process_metrics;
 pub mod producer;
 pub mod protocol;
 pub mod recovery;

@@ -17,6 +17,9 @@ pub const MAILBOX_CAPACITY: &str = "sluice_mailbox_capacity";
 pub const MAILBOX_HIGH_WATER: &str = "sluice_mailbox_high_water";
 /// Messages refused because the mailbox was full.
 pub const MAILBOX_REJECTED: &str = "sluice_mailbox_rejected_total";
+/// Sends that found the actor's mailbox full and waited for room: the
+/// backpressure the stage before experienced.
+pub const MAILBOX_WAITS: &str = "sluice_mailbox_waits_total";
 /// Messages handled by an actor.
 pub const ACTOR_MESSAGES: &str = "sluice_actor_messages_total";
 /// Time an actor spent handling one message.
@@ -56,19 +59,16 @@ pub const DROP_RESTORE_REFUSED: &str = "restore_refused";
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.
 pub const PREPARE_SECONDS: &str = "sluice_prepare_block_seconds";
-/// Blocks executed, by mode (`parallel`, `parallel_lanes`, or
-/// `sequential_<reason>`).
+/// Blocks executed, by path (label `path`: `scheduled`, `lanes`,
+/// `journal`, `sequential`) and, for the in-order paths, why (label
+/// `reason`: `configured`, `small_block`, `adaptive`, `unsupported`,
+/// `contention`; absent on the parallel paths).
 pub const OCC_BLOCKS: &str = "sluice_occ_blocks_total";
-/// Re-executions after a failed validation.
+/// Transactions executed again on lanes, because a chunk before theirs
+/// changed what they read.
 pub const OCC_RERUNS: &str = "sluice_occ_reruns_total";
-/// Transactions whose speculative result failed validation.
-pub const OCC_CONFLICTS: &str = "sluice_occ_conflicts_total";
-/// Transfers executed without the EVM interpreter.
-pub const OCC_FAST_TRANSFERS: &str = "sluice_occ_fast_transfers_total";
-/// Highest incarnation reached in a block.
-pub const OCC_RERUN_DEPTH: &str = "sluice_occ_rerun_depth";
 /// Time of each phase of parallel execution (label `phase`: speculate,
-/// validate, merge).
+/// validate, merge; see `sluice_executor::ExecPath`).
 pub const OCC_PHASE_SECONDS: &str = "sluice_occ_phase_seconds";
 /// Time of each phase of block preparation (label `phase`: hash, lookup,
 /// recover).
@@ -113,17 +113,12 @@ pub const STORE_DB_BYTES: &str = "sluice_store_db_bytes";
 pub const STORE_APP_HASH_HEIGHT: &str = "sluice_store_app_hash_height";
 /// 1 while the store is halted after a failed commit.
 pub const STORE_HALTED: &str = "sluice_store_halted";
-/// CPU seconds (user + system) the process has used; cumulative, use
-/// `rate()`. A gauge because `metrics` counters are integers.
-pub const PROCESS_CPU_SECONDS: &str = "sluice_process_cpu_seconds";
-/// Resident memory of the process.
-pub const PROCESS_RESIDENT_MEMORY_BYTES: &str = "sluice_process_resident_memory_bytes";
-/// File descriptors the process has open.
-pub const PROCESS_OPEN_FDS: &str = "sluice_process_open_fds";
-/// The process's soft limit on open file descriptors.
-pub const PROCESS_MAX_FDS: &str = "sluice_process_max_fds";
-/// Threads in the process.
-pub const PROCESS_THREADS: &str = "sluice_process_threads";
+/// The prefix of the process metrics (`metrics-process`, the names
+/// Prometheus's client libraries use): `sluice_process_cpu_seconds_total`
+/// (a gauge of fractional seconds, for `rate()`), `_resident_memory_bytes`,
+/// `_virtual_memory_bytes`, `_open_fds`, `_max_fds`, `_threads`,
+/// `_start_time_seconds`.
+pub const PROCESS_PREFIX: &str = "sluice_";
 
 /// Buckets for handle and request latencies: 10 us to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
@@ -133,8 +128,6 @@ const LATENCY_BUCKETS: &[f64] = &[
 /// Buckets for transactions per block.
 const TX_COUNT_BUCKETS: &[f64] =
     &[1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 10000.0];
-/// Buckets for rerun depth (incarnations).
-const DEPTH_BUCKETS: &[f64] = &[0.0, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0];
 /// Buckets for gas per block.
 const GAS_BUCKETS: &[f64] = &[21_000.0, 1e5, 1e6, 5e6, 1e7, 3e7, 6e7, 1e8, 1.5e8, 3e8];
 
@@ -146,7 +139,6 @@ pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(BLOCK_TXS.into()), TX_COUNT_BUCKETS)?
         .set_buckets_for_metric(Matcher::Full(BLOCK_GAS_USED.into()), GAS_BUCKETS)?
-        .set_buckets_for_metric(Matcher::Full(OCC_RERUN_DEPTH.into()), DEPTH_BUCKETS)?
         .install()?;
     describe();
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
@@ -158,6 +150,7 @@ fn describe() {
     describe_gauge!(MAILBOX_CAPACITY, "The actor's mailbox bound");
     describe_gauge!(MAILBOX_HIGH_WATER, "Most messages ever seen waiting in the actor's mailbox");
     describe_counter!(MAILBOX_REJECTED, "Messages refused because the actor's mailbox was full");
+    describe_counter!(MAILBOX_WAITS, "Sends that found the actor's mailbox full and waited for room");
     describe_counter!(ACTOR_MESSAGES, "Messages handled by the actor");
     describe_histogram!(ACTOR_HANDLE_SECONDS, Unit::Seconds, "Time the actor spent handling one message");
     describe_gauge!(PRODUCED_HEIGHT, "Height of the last block sealed by the producer");
@@ -179,12 +172,9 @@ fn describe() {
     describe_histogram!(PREPARE_SECONDS, Unit::Seconds, "Time to prepare one block");
     describe_counter!(
         OCC_BLOCKS,
-        "Blocks executed, by mode (parallel, parallel on lanes, or sequential and why)"
+        "Blocks executed, by path (scheduled, lanes, journal, sequential) and why in order"
     );
-    describe_counter!(OCC_RERUNS, "Re-executions after a failed validation");
-    describe_counter!(OCC_CONFLICTS, "Transactions whose speculative result failed validation");
-    describe_counter!(OCC_FAST_TRANSFERS, "Transfers executed without the EVM interpreter");
-    describe_histogram!(OCC_RERUN_DEPTH, "Highest incarnation reached in a block");
+    describe_counter!(OCC_RERUNS, "Transactions executed again on lanes");
     describe_histogram!(OCC_PHASE_SECONDS, Unit::Seconds, "Time of each phase of parallel execution");
     describe_histogram!(PREPARE_PHASE_SECONDS, Unit::Seconds, "Time of each phase of block preparation");
     describe_gauge!(PREPARED_AHEAD, "Prepared blocks waiting for the finalizer");
@@ -214,15 +204,6 @@ fn describe() {
         STORE_HALTED,
         "1 while the store is halted (failed commit, or an actor failing too often)"
     );
-    describe_gauge!(
-        PROCESS_CPU_SECONDS,
-        Unit::Seconds,
-        "CPU seconds (user + system) used by the process; cumulative"
-    );
-    describe_gauge!(PROCESS_RESIDENT_MEMORY_BYTES, Unit::Bytes, "Resident memory of the process");
-    describe_gauge!(PROCESS_OPEN_FDS, "Open file descriptors");
-    describe_gauge!(PROCESS_MAX_FDS, "Soft limit on open file descriptors");
-    describe_gauge!(PROCESS_THREADS, "Threads in the process");
     describe_gauge!(crate::rpc::ws::WS_CONNECTIONS, "Open WebSocket connections");
     describe_gauge!(crate::rpc::ws::WS_SUBSCRIPTIONS, "Live WebSocket subscriptions, across connections");
     describe_counter!(crate::rpc::ws::WS_NOTIFICATIONS, "WebSocket subscription notifications sent");

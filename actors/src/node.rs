@@ -261,19 +261,12 @@ impl Node {
         let finalize_arbiter = Arbiter::new();
         {
             let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
-            let (workers, min_txs, max_incarnations, explore, lanes) = (
-                p.execute_workers,
-                p.occ_min_block_txs,
-                p.occ_max_incarnations,
-                p.occ_explore_every_blocks,
-                p.occ_lanes,
-            );
+            let (workers, min_txs, explore) =
+                (p.execute_workers, p.occ_min_block_txs, p.occ_explore_every_blocks);
             Finalizer::start_in_arbiter(&finalize_arbiter.handle(), move |_| {
                 // The OCC executor runs small blocks sequentially itself and
                 // equals the sequential executor on every block.
-                let occ = OccExecutor::new(exec, workers, min_txs, max_incarnations)
-                    .with_adaptive(explore)
-                    .with_lanes(lanes);
+                let occ = OccExecutor::new(exec, workers, min_txs).with_adaptive(explore);
                 Finalizer::new(Box::new(occ), store, committed, commit_tx, execute_rx)
             });
         }
@@ -427,6 +420,8 @@ fn install_faults(cfg: &Config, store: &Arc<Store>) -> Result<(), NodeError> {
 
 /// Samples mailbox depths and pool occupancy into gauges once a second.
 fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: Arc<Store>) {
+    let process = metrics_process::Collector::new(m::PROCESS_PREFIX);
+    process.describe();
     actix_rt::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         let mut was_halted = false;
@@ -446,7 +441,7 @@ fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: 
             was_halted = halted.is_some();
             metrics::gauge!(m::STORE_HALTED).set(if was_halted { 1.0 } else { 0.0 });
             metrics::gauge!(m::STORE_DB_BYTES).set(store.db_bytes() as f64);
-            crate::process_metrics::sample();
+            process.collect();
         }
     });
 }

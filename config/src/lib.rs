@@ -148,9 +148,7 @@ impl Default for Config {
                 prepared_cache_txs: 131_072,
                 execute_workers: 2,
                 occ_min_block_txs: 64,
-                occ_max_incarnations: 10,
                 occ_explore_every_blocks: 8,
-                occ_lanes: true,
             },
             store: StoreConfig {
                 data_dir: PathBuf::from("./sluice-data"),

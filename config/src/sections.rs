@@ -174,16 +174,11 @@ pub struct PipelineConfig {
     pub execute_workers: usize,
     /// Smallest block executed in parallel.
     pub occ_min_block_txs: usize,
-    /// Incarnations before a block falls back to sequential execution.
-    pub occ_max_incarnations: u32,
-    /// With 2+ workers, blocks of contract calls run speculatively or in
-    /// order, whichever was faster per gas recently; every this many blocks
-    /// the other is tried (up to 4x less often while tries agree with the
-    /// choice). 0: always speculate.
+    /// With 2+ workers, blocks of contract calls run on lanes or in order,
+    /// whichever was faster per gas recently; every this many blocks the
+    /// other is tried (up to 4x less often while tries agree with the
+    /// choice). 0: always lanes.
     pub occ_explore_every_blocks: u32,
-    /// Blocks of contract calls run on lanes (chunks in order on each
-    /// worker's journal) before the multi-version engine.
-    pub occ_lanes: bool,
 }
 
 /// Chain data.

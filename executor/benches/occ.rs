@@ -1,9 +1,9 @@
 //! Milliseconds per 5,000-transaction block: plain revm (`transact_commit`
 //! over a `CacheDB`), the sluice sequential executor (the oracle), the
-//! one-journal in-order executor, and the OCC executor with 1 worker and
-//! with 2: on the multi-version engine alone, on lanes (`occ/relay`), and
-//! as the node runs it (lanes, and per block the faster of speculation and
-//! in order, see `occ/adaptive.rs`), on four workloads; and the machine's ceiling for two workers
+//! one-journal in-order executor, and the parallel executor with 1 worker
+//! and with 2: on lanes alone (`occ/relay`), and as the node runs it
+//! (lanes, and per block the faster of lanes and in order, see
+//! `occ/adaptive.rs`), on four workloads; and the machine's ceiling for two workers
 //! (how much more EVM work two independent revm runs at once get done than
 //! one). Every transaction is asserted to succeed, and every outcome to
 //! equal the oracle's. Each cell times the second of two blocks it runs
@@ -224,12 +224,11 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     let b = block(1, u64::MAX / 4, txs);
     let oracle = execute_block(&w.mem, &cfg(), &b).unwrap();
     assert!(oracle.skipped.is_empty() && oracle.receipts.iter().all(|r| r.success), "{name}: a tx failed");
-    let occ1 = OccExecutor::new(cfg(), 1, 64, 10);
-    let mv2 = OccExecutor::new(cfg(), 2, 64, 10);
-    let lanes2 = OccExecutor::new(cfg(), 2, 64, 10).with_lanes(true);
-    // As the node runs it (`pipeline.occ_lanes`, `occ_explore_every_blocks = 8`).
-    let node2 = OccExecutor::new(cfg(), 2, 64, 10).with_lanes(true).with_adaptive(8);
-    let mut times: [Vec<Duration>; 7] = Default::default();
+    let occ1 = OccExecutor::new(cfg(), 1, 64);
+    let lanes2 = OccExecutor::new(cfg(), 2, 64);
+    // As the node runs it (`pipeline.occ_explore_every_blocks = 8`).
+    let node2 = OccExecutor::new(cfg(), 2, 64).with_adaptive(8);
+    let mut times: [Vec<Duration>; 6] = Default::default();
     let mut modes = Vec::new();
     let mut ceiling = Vec::new();
     // Round-robin so that noise from other processes hits every column.
@@ -257,8 +256,8 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
         if run == 0 {
             assert!(journal.as_ref() == Some(&seq), "{name}: one journal differs from sequential");
         }
-        let mut occ_times = [Duration::ZERO; 4];
-        for (i, exec) in [&occ1, &mv2, &lanes2, &node2].into_iter().enumerate() {
+        let mut occ_times = [Duration::ZERO; 3];
+        for (i, exec) in [&occ1, &lanes2, &node2].into_iter().enumerate() {
             if warm {
                 let first = exec.execute_block(&w.mem, &b).unwrap();
                 assert!(first.receipts.iter().all(|r| r.success), "{name}: a transaction failed");
@@ -275,14 +274,12 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
                 );
             }
             if run == runs + 1 {
-                let label = ["1w", "2w multi-version", "2w lanes", "2w node"][i];
+                let label = ["1w", "2w lanes", "2w node"][i];
                 modes.push(format!("{label}: {:?}", out.stats));
             }
         }
         if run >= 2 {
-            for (col, t) in
-                [t0, t1, t2, occ_times[0], occ_times[1], occ_times[2], occ_times[3]].into_iter().enumerate()
-            {
+            for (col, t) in [t0, t1, t2, occ_times[0], occ_times[1], occ_times[2]].into_iter().enumerate() {
                 times[col].push(t);
             }
             if run % 3 == 2 {
@@ -303,7 +300,7 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
         let r = ratios(col);
         r[r.len() / 2]
     };
-    let (by_node, by_lanes, by_o1) = (ratio(6), ratio(5), ratio(3));
+    let (by_node, by_lanes, by_o1) = (ratio(5), ratio(4), ratio(3));
     // How much one round's ratio moves: the spread behind the medians.
     let quartiles = |col: usize| {
         let r = ratios(col);
@@ -311,13 +308,13 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     };
     eprintln!(
         "    {name}: revm / OCC2 node, rounds' middle half {}; revm / OCC2 lanes {}",
-        quartiles(6),
-        quartiles(5)
+        quartiles(5),
+        quartiles(4)
     );
-    let [revm, seq, journal, o1, mv, lanes, node] = times.map(median);
+    let [revm, seq, journal, o1, lanes, node] = times.map(median);
     ceiling.sort_by(f64::total_cmp);
     println!(
-        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {mv:.2} | {lanes:.2} | {node:.2} | {by_node:.2}x \
+        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {lanes:.2} | {node:.2} | {by_node:.2}x \
          | {by_lanes:.2}x | {by_o1:.2}x | {:.2}x |",
         ceiling[ceiling.len() / 2]
     );
@@ -367,8 +364,8 @@ fn revm_run_after(
     }
 }
 
-/// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the OCC executor (with
-/// lanes, not adaptive), in a loop, for a profiler; `<workers>` may also be `seq` (the oracle),
+/// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the parallel executor
+/// (lanes, not adaptive), in a loop, for a profiler; `<workers>` may also be `seq` (the oracle),
 /// `journal`, `revm`, `ceiling` (print the two-worker ceiling), or `pair`:
 /// the one journal and the 2-worker OCC executor alternating block by block,
 /// medians and their ratio. On a noisy machine whole-process timings swing
@@ -388,7 +385,7 @@ fn profile(spec: &str, workloads: &[Workload]) {
         return;
     }
     if workers == "pair" {
-        let exec = OccExecutor::new(cfg(), 2, 64, 10).with_lanes(true);
+        let exec = OccExecutor::new(cfg(), 2, 64);
         let (mut journal, mut occ) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             let start = Instant::now();
@@ -426,7 +423,7 @@ fn profile(spec: &str, workloads: &[Workload]) {
         println!("{spec}: {:.2} ms per block", start.elapsed().as_secs_f64() * 1e3 / f64::from(runs));
         return;
     }
-    let exec = OccExecutor::new(cfg(), workers.parse().unwrap(), 64, 10).with_lanes(true);
+    let exec = OccExecutor::new(cfg(), workers.parse().unwrap(), 64);
     let start = Instant::now();
     let (mut spec_t, mut val_t, mut merge_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     for _ in 0..runs {
@@ -466,10 +463,10 @@ fn main() {
     println!();
     println!(
         "| workload | revm transact_commit | sluice sequential (oracle) | sluice one journal | OCC 1 worker \
-         | OCC 2 multi-version | OCC 2 lanes | OCC 2 node default | revm / OCC2 node | revm / OCC2 lanes \
+         | OCC 2 lanes | OCC 2 node default | revm / OCC2 node | revm / OCC2 lanes \
          | revm / OCC1 | revm x2 ceiling |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, make) in workloads {
         if only.as_deref().is_none_or(|o| name.contains(o)) {
             bench(name, make(), runs);

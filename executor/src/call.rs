@@ -19,7 +19,7 @@ use revm::{
     ExecuteEvm, MainBuilder, MainContext,
 };
 use sluice_messages::{BlockHeader, Log};
-use sluice_store::StateReader;
+use sluice_state::StateReader;
 
 use crate::{
     db::normalize_code_hash,

@@ -6,7 +6,7 @@ use revm::{
     state::{AccountInfo, Bytecode},
     DatabaseRef,
 };
-use sluice_store::{Account, StateReader, StoreError};
+use sluice_state::{Account, StateReader, StoreError};
 
 /// A store error as revm's database error type (revm needs its own marker
 /// trait on the error, which a foreign type cannot get directly).

@@ -6,7 +6,7 @@
 //! could not run, in geth's wording so that RPC clients recognise them.
 
 use alloy_primitives::Bytes;
-use sluice_store::StoreError;
+use sluice_state::StoreError;
 
 /// Why execution, a call or a gas estimate failed.
 #[derive(Debug, thiserror::Error)]

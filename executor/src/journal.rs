@@ -37,7 +37,7 @@ use revm::{
     Database, DatabaseRef, ExecuteEvm, MainBuilder, MainContext,
 };
 use sluice_messages::{AccountChange, ChangeSet, PreparedBlock, PreparedTx};
-use sluice_store::{Account as StoredAccount, StateReader};
+use sluice_state::{Account as StoredAccount, StateReader};
 
 use crate::{
     db::{account_info, deleted, normalize_code_hash, updated, CodeCache, DbError, StateDb},

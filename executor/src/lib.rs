@@ -15,42 +15,37 @@
 //!
 //! # Which path a block takes
 //!
-//! [`OccExecutor::execute_block`], as the node configures it (adaptive,
-//! lanes on). A block is executed at most once per box on its path, so at
-//! most five times; every box but the last may give up part-way or, for
-//! lanes and the one journal, decline at the end, and then the block is
-//! executed again, from its start, by the box the arrow leads to.
+//! [`OccExecutor::execute_block`], as the node configures it. The path is
+//! chosen before anything executes; a block gets one attempt on it, and an
+//! attempt that gives up hands the block to the oracle. So no block is
+//! executed more than twice, and the oracle is the only fallback.
 //!
 //! ```text
 //!  block, on its parent's state
-//!    |-- fewer than min_parallel_txs -----------------------------------+
-//!    |-- all plain transfers --> occ/scheduled/ ------------> done      |
-//!    |                             | abandoned: state rules one out     |
-//!    |<----------------------------+                                    |
-//!    |-- one worker ----------------------------------------------------+
-//!    |-- the chooser (occ/adaptive.rs) picks in order ------------------+
-//!    v                                                                  |
-//!  lanes (occ/relay/) ------------------------------------> done        |
-//!    | declined: creation, self-destruct,    | contended: over half     |
-//!    | EIP-7702, touched empty, gas left     | conflict, from tx 64 ----+
-//!    v                                                                  |
-//!  multi-version engine (occ/engine.rs) ------------------> done        |
-//!    | contended in its first 64 commits,    (contended later, or a tx  |
-//!    | coinbase created or deleted            at max_incarnations: the  |
-//!    |                                        commit runs the rest in   |
-//!    |                                        order, same attempt)      |
-//!    +<-----------------------------------------------------------------+
-//!    v
-//!  one journal (journal.rs) -------------------------------> done
-//!    | declined: creation, self-destruct, EIP-7702, touched empty
-//!    v
-//!  sequential.rs (the oracle) -----------------------------> done
+//!    |
+//!    |-- fewer than min_parallel_txs ----------------+
+//!    |-- all plain transfers --> occ/scheduled/      |
+//!    |                             | done            |
+//!    |                             | gave up: code, nonce or funds
+//!    |                             |   unexpected ----------------------+
+//!    |-- one worker ---------------------------------+                  |
+//!    |-- the chooser (occ/adaptive.rs) says in order +                  |
+//!    |                                               v                  |
+//!    |                                 one journal (journal.rs)         |
+//!    |                                   | done                         |
+//!    |                                   | gave up: creation, self- ----+
+//!    v                                   |   destruct, EIP-7702,        |
+//!  lanes (occ/relay/)                        touched empty              |
+//!    | done                                                             |
+//!    | gave up: creation, self-destruct, EIP-7702, touched empty,      |
+//!    |   gas left; or contention in the first chunks ------------------+
+//!                                                                       v
+//!                                                sequential.rs (the oracle)
 //! ```
 //!
-//! With lanes off (or `max_incarnations` below 2) the parallel branch starts
-//! at the multi-version engine; with the chooser off it always speculates.
-//! Within one attempt, lanes execute a transaction at most twice, the
-//! multi-version engine at most `max_incarnations` times.
+//! Scheduled transfers and lanes run on every worker; everything else on
+//! the calling thread. Within lanes a transaction executes at most twice
+//! (speculated, then corrected).
 //!
 //! Layout:
 //! - [`sequential`]: the in-order executor and the exact definition of a
@@ -58,8 +53,8 @@
 //! - [`journal`]: in-order execution on one revm journal for the whole
 //!   block, the fast path for blocks that cannot run in parallel; equal to
 //!   the sequential executor, or declines the block.
-//! - [`occ`]: the ordered optimistic-concurrency (Block-STM style) executor,
-//!   whose results equal the sequential executor's.
+//! - [`occ`]: the parallel executor (scheduled transfers, lanes, the
+//!   chooser), whose results equal the sequential executor's.
 //! - [`keccak`]: a KECCAK256 instruction that remembers recent 64-byte
 //!   preimages (mapping slots), installed by every executor but the oracle.
 //! - [`stats`]: per-block execution statistics returned with each outcome.
@@ -86,7 +81,7 @@ pub mod testing;
 
 use alloy_primitives::B256;
 use sluice_messages::{ChangeSet, PreparedBlock, Receipt};
-use sluice_store::StateReader;
+use sluice_state::StateReader;
 
 pub use call::{call, estimate_gas, CallOutcome, CallRequest};
 pub use env::{ExecConfig, Spec};
@@ -94,7 +89,7 @@ pub use error::{revert_message, revert_reason, ExecError};
 pub use journal::execute_block_one_journal;
 pub use occ::OccExecutor;
 pub use sequential::execute_block;
-pub use stats::{ExecMode, ExecStats, SequentialReason};
+pub use stats::{ExecPath, ExecStats, InOrder};
 
 /// Everything a block's execution produces.
 #[derive(Debug, Clone, PartialEq, Eq)]

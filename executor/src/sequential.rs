@@ -58,7 +58,7 @@ use revm::{
     ExecuteEvm, MainBuilder, MainContext,
 };
 use sluice_messages::{ChangeSet, Log, PreparedBlock, PreparedTx, Receipt, RecoveredTx};
-use sluice_store::StateReader;
+use sluice_state::StateReader;
 
 use crate::{
     env::{block_env, cfg_env, tx_env},

@@ -6,7 +6,7 @@
 
 use alloy_primitives::{keccak256, map::HashMap, Address, Bytes, B256, U256};
 use sluice_messages::ChangeSet;
-use sluice_store::{reader::EMPTY_CODE_HASH, Account, StateReader, StoreError};
+use sluice_state::{Account, StateReader, StoreError, EMPTY_CODE_HASH};
 
 /// A state held in hash maps (foldhash, as revm's own `CacheDB`). Absent
 /// accounts do not exist; absent slots are zero.

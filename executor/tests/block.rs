@@ -182,30 +182,3 @@ fn empty_block_changes_nothing() {
     assert!(out.receipts.is_empty() && out.skipped.is_empty() && out.changes.accounts.is_empty());
     assert_eq!(out.gas_used, 0);
 }
-
-/// Rough timing of plain transfers between distinct accounts (run with
-/// `--ignored --nocapture`, ideally with `--release`).
-#[test]
-#[ignore]
-fn bench_transfers() {
-    const N: u32 = 5_000;
-    let mut state = sluice_executor::testing::MemState::new();
-    let mut txs = Vec::new();
-    for i in 1..=N {
-        let mut key = [0u8; 32];
-        key[28..].copy_from_slice(&i.to_be_bytes());
-        let s = sluice_txpool::Signer::from_bytes(&B256::from(key)).expect("key");
-        state.set_account(s.address(), U256::from(ETH), 0);
-        let mut to = [0u8; 20];
-        to[..4].copy_from_slice(&i.to_be_bytes());
-        txs.push(transfer(&s, 0, Address::from(to), 1));
-    }
-    let b = block(1, u64::MAX / 2, txs);
-    for _ in 0..3 {
-        let start = std::time::Instant::now();
-        let out = run(&state, &b);
-        let took = start.elapsed();
-        assert_eq!(out.receipts.len(), N as usize, "{:?}", out.skipped.first());
-        println!("{N} transfers: {took:?} ({:.2} us/tx)", took.as_secs_f64() * 1e6 / f64::from(N));
-    }
-}

@@ -1,4 +1,4 @@
-//! Lanes (`OccExecutor::with_lanes`: chunks of transactions in order on
+//! Lanes (`occ/relay`: chunks of transactions in order on
 //! each worker's own journal, corrected once the chunks before them are
 //! final) against the sequential oracle.
 //!
@@ -9,7 +9,7 @@ mod common;
 
 use alloy_primitives::{Address, TxKind, U256};
 use common::{erc20, gen, *};
-use sluice_executor::{testing::MemState, ExecMode, OccExecutor, SequentialReason};
+use sluice_executor::{testing::MemState, ExecPath, InOrder, OccExecutor};
 use sluice_messages::{PreparedBlock, PreparedTx};
 use sluice_txpool::Signer;
 
@@ -25,7 +25,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn lanes(workers: usize) -> OccExecutor {
-    OccExecutor::new(cfg(), workers, 0, 10).with_lanes(true)
+    OccExecutor::new(cfg(), workers, 0)
 }
 
 /// Blocks that ran on lanes, and transactions they ran again.
@@ -42,8 +42,9 @@ fn check(label: &str, state: &MemState, block: &PreparedBlock, execs: &[OccExecu
         let got = exec.execute_block(state, block).expect("block executes");
         check_same(&format!("{label}, {} workers", exec.workers()), state, &expected, &got);
         cov.blocks += 1;
-        cov.on_lanes += usize::from(got.stats.lanes);
-        cov.reruns += u64::from(got.stats.reruns) * u64::from(got.stats.lanes);
+        let on_lanes = got.stats.path == ExecPath::Lanes;
+        cov.on_lanes += usize::from(on_lanes);
+        cov.reruns += u64::from(got.stats.reruns) * u64::from(on_lanes);
     }
 }
 
@@ -62,8 +63,8 @@ fn random_blocks_on_lanes_match_sequential() {
     }
     eprintln!("mixed {mixed:?}\nwithout creations {plain:?}");
     if plain.blocks >= 90 {
-        // Lanes decline creations and self-destructs (the multi-version
-        // engine runs those blocks), and blocks where most transactions
+        // Lanes decline creations and self-destructs (the oracle runs
+        // those blocks), and blocks where most transactions
         // had to run again (in order is faster): the generator's blocks
         // are small and conflict by design, so with 3 and 8 workers
         // (2 and 7 chunks stale) many are found contended. Still a good
@@ -128,11 +129,11 @@ fn erc20_transfers_among_holders_conflict_and_match_sequential() {
             let got = exec.execute_block(&state, &b).expect("executes");
             check_same("erc20 few holders", &state, &expected, &got);
             stats.push(got.stats);
-            if got.stats.lanes && got.stats.reruns > 0 {
+            if got.stats.path == ExecPath::Lanes && got.stats.reruns > 0 {
                 break;
             }
         }
-        assert!(stats.iter().any(|s| s.lanes && s.reruns > 0), "{stats:?}");
+        assert!(stats.iter().any(|s| s.path == ExecPath::Lanes && s.reruns > 0), "{stats:?}");
     }
 }
 
@@ -144,7 +145,7 @@ fn a_dependency_chain_on_lanes_runs_in_order() {
     for workers in [2, 3] {
         let got = lanes(workers).execute_block(&state, &b).expect("executes");
         check_same("counter on lanes", &state, &expected, &got);
-        assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Contention });
+        assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Contention });
     }
 }
 
@@ -169,14 +170,14 @@ fn an_eip7702_transaction_late_in_a_block_takes_it_off_lanes() {
     let exec = lanes(2);
     let got = exec.execute_block(&state, &late).expect("executes");
     check_same("late EIP-7702", &state, &expected, &got);
-    assert!(!got.stats.lanes, "{:?}", got.stats);
+    assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Unsupported });
     // With few conflicts among 1,000 holders, the block without it runs on
     // lanes (tried a few times: a worker descheduled long enough can make
     // it look contended).
     let on_lanes = (0..10).any(|_| {
         let got = exec.execute_block(&state, &plain).expect("executes");
         check_same("without EIP-7702", &state, &run(&state, &plain), &got);
-        got.stats.lanes
+        got.stats.path == ExecPath::Lanes
     });
     assert!(on_lanes);
 }

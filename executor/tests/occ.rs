@@ -1,4 +1,5 @@
-//! The parallel (OCC) executor against the sequential oracle.
+//! The parallel executor (scheduled transfers, lanes, in order) against
+//! the sequential oracle, with 1, 2, 3 and 8 workers.
 //!
 //! `random_blocks_match_sequential` runs `OCC_SEEDS` seeds (default 300;
 //! set e.g. `OCC_SEEDS=5000` for a long run, `OCC_SEED=n` to replay one).
@@ -8,12 +9,12 @@ mod common;
 
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use common::{gen, *};
-use sluice_executor::{testing::MemState, ExecMode, OccExecutor, SequentialReason};
+use sluice_executor::{testing::MemState, ExecPath, InOrder, OccExecutor};
 use sluice_messages::{PreparedBlock, PreparedTx};
-use sluice_store::{Account, StateReader, StoreError};
+use sluice_state::{Account, StateReader, StoreError};
 
-fn occ(workers: usize, max_incarnations: u32) -> OccExecutor {
-    OccExecutor::new(cfg(), workers, 0, max_incarnations)
+fn occ(workers: usize) -> OccExecutor {
+    OccExecutor::new(cfg(), workers, 0)
 }
 
 /// What the random blocks exercised, to keep the generator honest.
@@ -22,21 +23,19 @@ struct Coverage {
     applied: usize,
     skipped: usize,
     failed: usize,
-    conflicts: u64,
-    fast: u64,
-    parallel: usize,
-    scheduled: usize,
-    fallbacks: std::collections::BTreeMap<&'static str, usize>,
+    reruns: u64,
+    /// Blocks per path (and why, for the in-order ones).
+    paths: std::collections::BTreeMap<String, usize>,
 }
 
-fn check_block(
-    label: &str,
-    state: &MemState,
-    block: &PreparedBlock,
-    max_incarnations: u32,
-    cov: &mut Coverage,
-) {
-    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(|w| occ(w, max_incarnations)).collect();
+impl Coverage {
+    fn on(&self, path: &str) -> usize {
+        self.paths.iter().filter(|(p, _)| p.starts_with(path)).map(|(_, n)| n).sum()
+    }
+}
+
+fn check_block(label: &str, state: &MemState, block: &PreparedBlock, cov: &mut Coverage) {
+    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
     check_with(label, state, block, &execs, cov);
 }
 
@@ -57,13 +56,13 @@ fn check_with(
         let workers = exec.workers();
         let got = exec.execute_block(state, block).expect("block executes");
         check_same(&format!("{label}, {workers} workers"), state, &expected, &got);
-        cov.conflicts += u64::from(got.stats.conflicts);
-        cov.fast += u64::from(got.stats.fast_transfers);
-        cov.scheduled += usize::from(got.stats.scheduled);
-        match got.stats.mode {
-            ExecMode::Parallel => cov.parallel += 1,
-            ExecMode::Sequential { reason } => *cov.fallbacks.entry(reason.as_str()).or_default() += 1,
-        }
+        cov.reruns += u64::from(got.stats.reruns);
+        let path = got.stats.path;
+        let key = match path.in_order() {
+            Some(because) => format!("{} {}", path.as_str(), because.as_str()),
+            None => path.as_str().to_owned(),
+        };
+        *cov.paths.entry(key).or_default() += 1;
     }
 }
 
@@ -71,16 +70,20 @@ fn check_with(
 fn random_blocks_match_sequential() {
     let seeds = seeds();
     let mut cov = Coverage::default();
-    let execs = |max| -> Vec<OccExecutor> { [1, 2, 3, 8].into_iter().map(|w| occ(w, max)).collect() };
-    let (normal, strict) = (execs(10), execs(1));
-    for seed in seeds {
+    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
+    for seed in &seeds {
         let len = 16 + (seed * 37 % 150) as usize;
-        let s = gen::scenario(seed, len);
-        let execs = if seed % 7 == 3 { &strict } else { &normal };
+        let s = gen::scenario(*seed, len);
         let label = format!("seed {seed} (replay: OCC_SEED={seed})");
-        check_with(&label, &s.state, &s.block, execs, &mut cov);
+        check_with(&label, &s.state, &s.block, &execs, &mut cov);
     }
     eprintln!("{cov:?}");
+    if seeds.len() >= 30 {
+        // Every path the generator's blocks can take was taken.
+        for path in ["lanes", "journal configured", "sequential unsupported"] {
+            assert!(cov.on(path) > 0, "{path}: {cov:?}");
+        }
+    }
 }
 
 /// Blocks of plain transfers, which the executor schedules by their
@@ -89,7 +92,7 @@ fn random_blocks_match_sequential() {
 fn random_transfer_blocks_match_sequential() {
     let seeds = seeds();
     let mut cov = Coverage::default();
-    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(|w| occ(w, 10)).collect();
+    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
     for seed in &seeds {
         let len = 8 + (seed * 53 % 200) as usize;
         let s = gen::transfer_scenario(*seed, len);
@@ -99,9 +102,9 @@ fn random_transfer_blocks_match_sequential() {
     eprintln!("{cov:?}");
     if seeds.len() >= 30 {
         // Both ways were exercised: scheduled blocks, and blocks that turned
-        // out not to qualify and went to the general engine.
-        assert!(cov.scheduled * 5 > seeds.len() * execs.len(), "{cov:?}");
-        assert!(cov.parallel > cov.scheduled, "{cov:?}");
+        // out not to qualify and went to lanes or in order.
+        assert!(cov.on("scheduled") * 5 > seeds.len() * execs.len(), "{cov:?}");
+        assert!(cov.on("lanes") + cov.on("journal") + cov.on("sequential") > cov.on("scheduled"), "{cov:?}");
         assert!(cov.skipped > 0, "{cov:?}");
     }
 }
@@ -136,9 +139,9 @@ fn transfers_to_addresses_alike_in_their_first_bytes_match_sequential() {
     let b = block(1, GAS_LIMIT, txs);
     let expected = run(&state, &b);
     for workers in [1, 2, 3, 8] {
-        let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
+        let got = occ(workers).execute_block(&state, &b).expect("executes");
         check_same(&format!("alike addresses, {workers} workers"), &state, &expected, &got);
-        assert!(got.stats.scheduled, "{:?}", got.stats);
+        assert_eq!(got.stats.path, ExecPath::Scheduled);
     }
 }
 
@@ -146,21 +149,20 @@ fn transfers_to_addresses_alike_in_their_first_bytes_match_sequential() {
 /// cannot pay), late in a long block: found while the workers run their
 /// groups, after every earlier phase passed. Every worker must give up at
 /// the same point (none left waiting for the others), and the block runs
-/// on the general engine, with the refused transaction skipped as the
-/// oracle skips it.
+/// on the oracle, with the refused transaction skipped as it skips it.
 #[test]
-fn a_transfer_refused_while_running_sends_the_block_to_the_general_engine() {
+fn a_transfer_refused_while_running_sends_the_block_to_the_oracle() {
     let (mut state, b) = distinct_transfers(600);
     let PreparedTx::Ready(late) = &b.txs[550] else { panic!("a ready transaction") };
     state.set_account(late.sender, U256::from(1), 0);
     let expected = run(&state, &b);
     assert_eq!(expected.skipped.len(), 1);
     for workers in [1, 2, 3, 8] {
-        let exec = occ(workers, 10);
+        let exec = occ(workers);
         for round in 0..5 {
             let got = exec.execute_block(&state, &b).expect("executes");
             check_same(&format!("refused late, {workers} workers, round {round}"), &state, &expected, &got);
-            assert!(!got.stats.scheduled, "{:?}", got.stats);
+            assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Unsupported });
         }
     }
 }
@@ -199,7 +201,7 @@ fn a_read_failure_while_running_transfers_is_the_blocks_error() {
     let PreparedTx::Ready(late) = &b.txs[550] else { panic!("a ready transaction") };
     let failing = FailingAt { state: &state, broken: late.sender };
     for workers in [1, 2, 3, 8] {
-        let exec = occ(workers, 10);
+        let exec = occ(workers);
         for _ in 0..5 {
             let err = exec.execute_block(&failing, &b).expect_err("the read fails");
             assert!(err.to_string().contains("injected read failure"), "{err}");
@@ -226,14 +228,10 @@ fn independent_transfers_run_in_parallel_without_the_interpreter() {
     let (state, b) = distinct_transfers(200);
     let expected = run(&state, &b);
     for workers in [1, 2, 4] {
-        let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
+        let got = occ(workers).execute_block(&state, &b).expect("executes");
         check_same("distinct transfers", &state, &expected, &got);
-        assert_eq!(got.stats.mode, ExecMode::Parallel);
-        assert_eq!(got.stats.fast_transfers, 200);
+        assert_eq!(got.stats.path, ExecPath::Scheduled);
         assert_eq!(got.stats.workers, workers as u32);
-        if workers == 1 {
-            assert_eq!((got.stats.conflicts, got.stats.reruns), (0, 0));
-        }
     }
 }
 
@@ -244,25 +242,24 @@ fn a_fully_contended_block_falls_back_to_in_order_execution() {
     let expected = run(&state, &b);
     assert_eq!(after(&state, &expected).get_storage(&counter, &U256::ZERO), U256::from(150));
     // Every transaction writes what the one before it wrote: recognised
-    // among the first commits, whatever the timing, and handed to the
+    // in the first chunks on lanes, whatever the timing, and handed to the
     // sequential executor.
-    for workers in [2, 3] {
-        let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
+    for workers in [2, 3, 8] {
+        let got = occ(workers).execute_block(&state, &b).expect("executes");
         check_same("contended", &state, &expected, &got);
-        assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Contention });
-        assert_eq!(got.stats.sequential_from, None);
+        assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Contention });
     }
     // One worker runs every block of more than plain transfers in order.
-    let got = occ(1, 10).execute_block(&state, &b).expect("executes");
+    let got = occ(1).execute_block(&state, &b).expect("executes");
     check_same("contended, 1 worker", &state, &expected, &got);
-    assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Configured });
+    assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::Configured });
 }
 
 #[test]
-fn a_block_that_turns_contended_runs_its_tail_in_order() {
+fn a_block_that_turns_contended_is_exact_either_way() {
     // Independent transfers first, then a long run of counter increments:
-    // too late to restart, so the tail runs in order once conflicts (or,
-    // with one incarnation allowed, the first conflict) say so.
+    // lanes either correct the chain chunk by chunk or find it contended
+    // and give the block to the oracle, depending on the workers' timing.
     let mut state = MemState::new();
     let counter = Address::repeat_byte(0xc0);
     state.set_code(counter, counter_runtime());
@@ -278,36 +275,27 @@ fn a_block_that_turns_contended_runs_its_tail_in_order() {
     }
     let b = block(1, GAS_LIMIT, txs);
     let expected = run(&state, &b);
-    for max in [10, 1] {
-        for workers in [2, 3] {
-            let got = occ(workers, max).execute_block(&state, &b).expect("executes");
-            check_same("contended tail", &state, &expected, &got);
-            match got.stats.mode {
-                ExecMode::Parallel => {}
-                ExecMode::Sequential { reason } => {
-                    let expected = if max == 1 {
-                        SequentialReason::MaxIncarnations
-                    } else {
-                        SequentialReason::Contention
-                    };
-                    assert_eq!(reason, expected);
-                    assert!(got.stats.sequential_from.is_some_and(|from| from >= 64), "{:?}", got.stats);
-                }
-            }
-        }
+    for workers in [2, 3, 8] {
+        let got = occ(workers).execute_block(&state, &b).expect("executes");
+        check_same("contended tail", &state, &expected, &got);
+        assert!(
+            matches!(got.stats.path, ExecPath::Lanes | ExecPath::Sequential { because: InOrder::Contention }),
+            "{:?}",
+            got.stats
+        );
     }
 }
 
 #[test]
 fn small_blocks_and_unsupported_coinbase_changes_run_sequentially() {
     let (state, b) = distinct_transfers(10);
-    let exec = OccExecutor::new(cfg(), 2, 64, 10);
+    let exec = OccExecutor::new(cfg(), 2, 64);
     let got = exec.execute_block(&state, &b).expect("executes");
-    assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::SmallBlock });
+    assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::SmallBlock });
     check_same("small", &state, &run(&state, &b), &got);
 
-    // An existing, empty coinbase touched with a zero fee is deleted: not
-    // modelled by the parallel engine.
+    // An existing, empty coinbase touched with a zero fee is deleted, with
+    // its storage: neither scheduled transfers nor lanes model that.
     let mut state = funded_state();
     state.set_account(coinbase(), U256::ZERO, 0);
     let tx = alloy_consensus::TxEip1559 {
@@ -326,8 +314,8 @@ fn small_blocks_and_unsupported_coinbase_changes_run_sequentially() {
         alloy_consensus::TypedTransaction::Eip1559(tx),
     ));
     let b = block(1, GAS_LIMIT, vec![tx]);
-    let got = occ(2, 10).execute_block(&state, &b).expect("executes");
-    assert_eq!(got.stats.mode, ExecMode::Sequential { reason: SequentialReason::Unsupported });
+    let got = occ(2).execute_block(&state, &b).expect("executes");
+    assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Unsupported });
     check_same("coinbase deleted", &state, &run(&state, &b), &got);
 }
 
@@ -353,7 +341,7 @@ fn explicit_coinbase_reads_see_every_earlier_fee() {
     let expected = run(&state, &b);
     let seen = after(&state, &expected).get_storage(&reader, &U256::ZERO);
     assert!(seen > U256::ZERO);
-    check_block("coinbase reads", &state, &b, 10, &mut Coverage::default());
+    check_block("coinbase reads", &state, &b, &mut Coverage::default());
 }
 
 #[test]
@@ -402,45 +390,44 @@ fn storage_of_a_deleted_account_reads_zero_later_in_the_block() {
     let expected = run(&state, &b);
     assert!(expected.receipts.iter().all(|r| r.success), "{:?}", expected.skipped);
     assert_eq!(after(&state, &expected).get_storage(&empty.address(), &U256::ZERO), U256::from(1));
-    check_block("wiped storage", &state, &b, 10, &mut Coverage::default());
+    check_block("wiped storage", &state, &b, &mut Coverage::default());
 }
 
 #[test]
-fn empty_and_tiny_blocks_run_in_parallel_too() {
+fn empty_and_tiny_blocks_run_scheduled_too() {
     let state = funded_state();
     for n in [0u64, 1, 2, 5] {
         let txs = (0..n).map(|i| transfer(&signer(1), i, Address::repeat_byte(0x33), 1)).collect();
         let b = block(1, GAS_LIMIT, txs);
         let expected = run(&state, &b);
         for workers in [1, 2, 8] {
-            let got = occ(workers, 10).execute_block(&state, &b).expect("executes");
+            let got = occ(workers).execute_block(&state, &b).expect("executes");
             check_same(&format!("{n} txs"), &state, &expected, &got);
-            assert_eq!(got.stats.mode, ExecMode::Parallel);
+            assert_eq!(got.stats.path, ExecPath::Scheduled);
         }
     }
 }
 
-/// With a mode chooser, blocks of contract calls alternate between the
-/// engine and in-order execution: the first block speculates, the second
-/// runs in order (each mode measured once), later ones follow the timings
+/// With a mode chooser, blocks of contract calls alternate between lanes
+/// and in-order execution: the first two blocks run on lanes, the third
+/// in order (each mode measured once), later ones follow the timings
 /// and try the other mode every `explore_every_blocks`. Every outcome
 /// equals the oracle's, whichever mode ran.
 #[test]
 fn adaptive_executor_equals_sequential_in_both_modes() {
-    let exec = OccExecutor::new(cfg(), 2, 0, 10).with_adaptive(2);
-    let adaptive = ExecMode::Sequential { reason: SequentialReason::Adaptive };
+    let exec = OccExecutor::new(cfg(), 2, 0).with_adaptive(2);
     let mut modes = Vec::new();
     for seed in 0..12u64 {
         let s = gen::scenario(seed, 96);
         let got = exec.execute_block(&s.state, &s.block).expect("executes");
         check_same(&format!("adaptive seed {seed}"), &s.state, &run(&s.state, &s.block), &got);
-        if got.stats.scheduled {
+        if got.stats.path == ExecPath::Scheduled {
             continue; // all plain transfers: scheduled before any choice
         }
-        modes.push(got.stats.mode == adaptive);
+        modes.push(got.stats.path.in_order() == Some(InOrder::Adaptive));
     }
     assert!(modes.len() >= 8, "the generator makes blocks of contract calls");
-    assert!(!modes[0] && !modes[1] && modes[2], "speculation twice, then in order: {modes:?}");
+    assert!(!modes[0] && !modes[1] && modes[2], "lanes twice, then in order: {modes:?}");
     // Exploration every 2nd block: both modes keep running.
     assert!(modes[3..].iter().any(|m| *m) && modes[3..].iter().any(|m| !*m), "{modes:?}");
 }

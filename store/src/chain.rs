@@ -621,21 +621,6 @@ impl StateReader for Store {
     }
 }
 
-impl<T: StateReader + ?Sized> StateReader for Arc<T> {
-    fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
-        (**self).account(address)
-    }
-    fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
-        (**self).code(hash)
-    }
-    fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError> {
-        (**self).storage(address, slot)
-    }
-    fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
-        (**self).block_hash(number)
-    }
-}
-
 #[cfg(test)]
 #[path = "chain_tests.rs"]
 mod tests;

@@ -6,7 +6,8 @@
 //! [`Overlay`].
 //!
 //! Layout:
-//! - [`reader`]: the [`StateReader`] trait every state source implements.
+//! - [`reader`]: the [`StateReader`] trait every state source implements
+//!   (defined in `sluice-state`, re-exported here).
 //! - [`chain`]: the committed chain ([`Store`]): blocks, receipts, state.
 //! - [`db`]: the on-disk database (redb): blocks, results, change sets,
 //!   the hash vault and current state.
@@ -23,7 +24,8 @@ pub mod genesis;
 pub mod genesis_json;
 pub mod guard;
 pub mod overlay;
-pub mod reader;
+/// The state-reading interface (the `sluice-state` crate).
+pub use sluice_state as reader;
 pub mod state;
 
 pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, Store, StoredBlock};

@@ -1,5 +1,5 @@
 //! Blocks of contract calls run on lanes (the OCC executor's chunked
-//! engine, `pipeline.occ_lanes`, on by default) in the real node, and their
+//! engine) in the real node, and their
 //! results are those of executing the transactions one by one: every
 //! transaction increments one counter, so every chunk conflicts with the
 //! ones before it and is corrected; `sluice replay` (the sequential
@@ -52,7 +52,7 @@ fn conflicting_contract_calls_on_lanes_count_every_transaction() {
     assert_eq!(parse_u256(&slot), U256::from(48), "every increment counted once");
     // The batch landed in few blocks, and at least one ran on lanes.
     assert!(blocks.len() <= 3, "blocks {blocks:?}");
-    let lanes = node.metric("sluice_occ_blocks_total{mode=\"parallel_lanes\"}").unwrap_or(0.0);
+    let lanes = node.metric("sluice_occ_blocks_total{path=\"lanes\"}").unwrap_or(0.0);
     assert!(lanes >= 1.0, "no block ran on lanes:\n{}", node.metrics());
     // The sequential executor re-runs the chain from disk to the same app
     // hashes.

@@ -1,13 +1,13 @@
-//! Choosing, block by block, between speculating in parallel and running in
-//! order on one journal.
+//! Choosing, block by block, between lanes and running in order on one
+//! journal, for blocks of contract calls.
 //!
 //! Both modes are exact, so the choice decides only speed, and which is
-//! faster depends on the transactions and the machine. Speculation pays a
-//! fixed cost per transaction (multi-version reads, validation, the
-//! hand-off between cores: ~2.5 us on this project's 2-core machines);
-//! it wins when transactions are expensive and independent, and loses on
-//! cheap contract calls such as ERC-20 transfers (~2.3 us each in order),
-//! where one journal can be faster than two workers. The chooser measures
+//! faster depends on the transactions and the machine. Lanes pay for
+//! their bookkeeping (noting what each run read and changed, correcting
+//! chunks, the hand-off between cores: one lane alone takes ~1.2x the
+//! one journal's time) and win when a second core is free; when it is not
+//! (on a 2-core node, admission and recovery keep it busy under load),
+//! one journal is faster. The chooser measures
 //! instead of guessing: it runs blocks in the mode that looks faster (in
 //! order only when clearly faster) and tries the other every
 //! `explore_every_blocks` blocks, so a change of workload (or of load on
@@ -29,8 +29,8 @@ use std::time::Duration;
 /// How a block of contract calls runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
-    /// On the multi-version engine, speculatively on every worker.
-    Parallel,
+    /// On lanes, on every worker.
+    Lanes,
     /// In order on one thread (one journal, else the sequential executor).
     InOrder,
 }
@@ -38,8 +38,8 @@ pub(crate) enum Mode {
 impl Mode {
     fn other(self) -> Mode {
         match self {
-            Mode::Parallel => Mode::InOrder,
-            Mode::InOrder => Mode::Parallel,
+            Mode::Lanes => Mode::InOrder,
+            Mode::InOrder => Mode::Lanes,
         }
     }
 }
@@ -99,7 +99,7 @@ impl Chooser {
     /// The mode the next block runs in.
     pub(crate) fn choose(&mut self) -> Mode {
         if self.explore_every_blocks == 0 {
-            return Mode::Parallel;
+            return Mode::Lanes;
         }
         let Some(ratio) = self.median() else {
             // Nothing compared yet: two blocks in parallel, one in order,
@@ -110,8 +110,8 @@ impl Chooser {
             // ratio against it can hold blocks in order until two more
             // explorations outvote it.
             return match self.history[..] {
-                [.., (Mode::Parallel, _), (Mode::Parallel, _)] => Mode::InOrder,
-                _ => Mode::Parallel,
+                [.., (Mode::Lanes, _), (Mode::Lanes, _)] => Mode::InOrder,
+                _ => Mode::Lanes,
             };
         };
         let best = faster(ratio);
@@ -169,7 +169,7 @@ impl Chooser {
     /// it took ~1.1x the run alone: within the margin, every block paid
     /// for the attempt.)
     pub(crate) fn record_given_up(&mut self, gas: u64, elapsed: Duration) {
-        self.record(Mode::Parallel, gas, elapsed.mul_f64(IN_ORDER_MARGIN));
+        self.record(Mode::Lanes, gas, elapsed.mul_f64(IN_ORDER_MARGIN));
     }
 
     /// The median of the recent ratios (the mean of the middle two of an
@@ -194,7 +194,7 @@ fn faster(ratio: f64) -> Mode {
     if ratio * IN_ORDER_MARGIN < 1.0 {
         Mode::InOrder
     } else {
-        Mode::Parallel
+        Mode::Lanes
     }
 }
 
@@ -220,7 +220,7 @@ mod tests {
 
     fn run(chooser: &mut Chooser, blocks: usize, parallel_ns: u64, in_order_ns: u64) -> Vec<Mode> {
         drive(chooser, blocks, |chooser, _, mode| {
-            let ns = if mode == Mode::Parallel { parallel_ns } else { in_order_ns };
+            let ns = if mode == Mode::Lanes { parallel_ns } else { in_order_ns };
             chooser.record(mode, 1_000, Duration::from_nanos(ns));
         })
     }
@@ -236,16 +236,16 @@ mod tests {
     #[test]
     fn off_always_speculates() {
         let mut chooser = Chooser::new(0);
-        assert!(run(&mut chooser, 50, 2_000, 1_000).iter().all(|m| *m == Mode::Parallel));
+        assert!(run(&mut chooser, 50, 2_000, 1_000).iter().all(|m| *m == Mode::Lanes));
     }
 
     #[test]
     fn measures_both_then_keeps_the_faster_and_explores_the_other() {
         let mut chooser = Chooser::new(8);
         let modes = run(&mut chooser, 130, 2_000, 1_000);
-        assert_eq!(&modes[..4], &[Mode::Parallel, Mode::Parallel, Mode::InOrder, Mode::Parallel]);
+        assert_eq!(&modes[..4], &[Mode::Lanes, Mode::Lanes, Mode::InOrder, Mode::Lanes]);
         let parallel: Vec<usize> =
-            modes.iter().enumerate().skip(4).filter(|(_, m)| **m == Mode::Parallel).map(|(i, _)| i).collect();
+            modes.iter().enumerate().skip(4).filter(|(_, m)| **m == Mode::Lanes).map(|(i, _)| i).collect();
         // Blocks 1 to 3 bracket an in-order block, and blocks 2 to 4 a
         // parallel one that agrees: the next exploration waits twice 8
         // blocks; each agreeing with the choice, the next waits twice as
@@ -274,14 +274,14 @@ mod tests {
         // Speculation gives every block up, and with its attempt takes
         // 1.08x in order: within the margin, but no core was used.
         let modes = drive(&mut Chooser::new(8), 40, |chooser, _, mode| match mode {
-            Mode::Parallel => chooser.record_given_up(1_000, Duration::from_nanos(1_080)),
+            Mode::Lanes => chooser.record_given_up(1_000, Duration::from_nanos(1_080)),
             Mode::InOrder => chooser.record(mode, 1_000, Duration::from_nanos(1_000)),
         });
-        let parallel = modes[3..].iter().filter(|m| **m == Mode::Parallel).count();
+        let parallel = modes[3..].iter().filter(|m| **m == Mode::Lanes).count();
         assert!(parallel <= 3, "only the explorations: {modes:?}");
         // Recorded as an ordinary parallel block, it stays parallel.
         let modes = run(&mut Chooser::new(8), 40, 1_080, 1_000);
-        assert!(modes[3..].iter().filter(|m| **m == Mode::Parallel).count() > 30, "{modes:?}");
+        assert!(modes[3..].iter().filter(|m| **m == Mode::Lanes).count() > 30, "{modes:?}");
     }
 
     #[test]
@@ -292,12 +292,12 @@ mod tests {
         // (the median needs a majority of the recent samples), it is the
         // mode of choice, and in order is only explored.
         let modes = run(&mut chooser, 60, 250, 1_000);
-        let first = modes.windows(2).position(|w| w == [Mode::Parallel, Mode::Parallel]);
+        let first = modes.windows(2).position(|w| w == [Mode::Lanes, Mode::Lanes]);
         assert!(first.is_some_and(|i| i < 20), "{modes:?}");
         // Explorations had grown 4x apart; the first to disagree brings
         // them back to every 4th block, until the choice follows.
         // (Here: blocks 7, 11 and 15, then parallel from block 17.)
-        assert_eq!(modes[9..20].iter().filter(|m| **m == Mode::Parallel).count(), 5, "{modes:?}");
+        assert_eq!(modes[9..20].iter().filter(|m| **m == Mode::Lanes).count(), 5, "{modes:?}");
         let in_order = modes[20..].iter().filter(|m| **m == Mode::InOrder).count();
         assert_eq!(in_order, 3, "{modes:?}");
     }
@@ -338,7 +338,7 @@ mod tests {
         // (explorations included); the previous one (a moving average of
         // each mode's own times, exploring every 8th block) ran 12.5-36%.
         for spikes in [false, true] {
-            for (cost, faster) in [([1.0, 1.3], Mode::Parallel), ([1.3, 1.0], Mode::InOrder)] {
+            for (cost, faster) in [([1.0, 1.3], Mode::Lanes), ([1.3, 1.0], Mode::InOrder)] {
                 let mut chooser = Chooser::new(8);
                 let modes = run_noisy(&mut chooser, 2_000, cost, spikes);
                 let blocks = modes.len() - 16;
@@ -358,7 +358,7 @@ mod tests {
         let modes = drive(&mut Chooser::new(8), 40, |chooser, b, mode| {
             let ns = match (b, mode) {
                 (0, _) => 3_000,
-                (_, Mode::Parallel) => 1_000,
+                (_, Mode::Lanes) => 1_000,
                 (_, Mode::InOrder) => 1_300,
             };
             chooser.record(mode, 1_000, Duration::from_nanos(ns));
@@ -375,13 +375,13 @@ mod tests {
         // minority of the recent ratios, so parallel stays. (The previous
         // chooser went in order for the next four blocks.)
         for _ in 0..2 {
-            let mut mode = Mode::Parallel;
-            while mode == Mode::Parallel {
+            let mut mode = Mode::Lanes;
+            while mode == Mode::Lanes {
                 mode = chooser.choose();
-                let ns = if mode == Mode::Parallel { 1_000 } else { 400 };
+                let ns = if mode == Mode::Lanes { 1_000 } else { 400 };
                 chooser.record(mode, 1_000, Duration::from_nanos(ns));
             }
         }
-        assert_eq!(run(&mut chooser, 3, 1_000, 1_200), vec![Mode::Parallel; 3]);
+        assert_eq!(run(&mut chooser, 3, 1_000, 1_200), vec![Mode::Lanes; 3]);
     }
 }

@@ -12,9 +12,8 @@ use std::{
     },
 };
 
+use crossbeam_utils::Backoff;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-
-use super::mv::lock;
 
 /// `n` workers: the calling thread and `n - 1` pool threads, started on
 /// first use.
@@ -95,9 +94,10 @@ impl Workers {
             // scope's own wait blocks this thread on a condition variable,
             // and waking it took ~100 us here (~2% of a 5,000-transaction
             // block): wait here first, spinning then yielding, for a while.
-            let mut spins = 0;
-            while finished.load(Ordering::Acquire) < self.n - 1 && spins < END_WAIT_STEPS {
-                spin_then_yield(&mut spins, 256);
+            let (backoff, mut steps) = (Backoff::new(), 0);
+            while finished.load(Ordering::Acquire) < self.n - 1 && steps < END_WAIT_STEPS {
+                backoff.snooze();
+                steps += 1;
             }
         });
         slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
@@ -122,32 +122,18 @@ impl Gate {
     /// for the second...); `false` if a call panicked meanwhile.
     pub(crate) fn wait(&self, phase: usize) -> bool {
         self.arrived.fetch_add(1, Ordering::AcqRel);
-        wait_until(&self.aborted, 256, || {
-            (self.arrived.load(Ordering::Acquire) >= self.n * phase).then_some(())
-        })
-        .is_some()
+        wait_until(&self.aborted, || (self.arrived.load(Ordering::Acquire) >= self.n * phase).then_some(()))
+            .is_some()
     }
 }
 
-/// One step of a wait: spin the first `spin_limit` times (the other
-/// worker is usually microseconds away), then yield the core.
-fn spin_then_yield(spins: &mut u32, spin_limit: u32) {
-    *spins = spins.saturating_add(1);
-    if *spins < spin_limit {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
-}
-
-/// Waits until `ready` gives a value (spinning `spin_limit` times, then
-/// yielding), or `None` once `stop` is set.
-pub(crate) fn wait_until<T>(
-    stop: &AtomicBool,
-    spin_limit: u32,
-    mut ready: impl FnMut() -> Option<T>,
-) -> Option<T> {
-    let mut spins = 0u32;
+/// Waits until `ready` gives a value, or `None` once `stop` is set: the
+/// other worker is usually microseconds away, so this spins (doubling
+/// each step) and then yields the core, as `crossbeam_utils::Backoff`
+/// does; it never blocks (the pool's threads park between blocks, not
+/// here).
+pub(crate) fn wait_until<T>(stop: &AtomicBool, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
+    let backoff = Backoff::new();
     loop {
         if let Some(value) = ready() {
             return Some(value);
@@ -155,6 +141,13 @@ pub(crate) fn wait_until<T>(
         if stop.load(Ordering::Acquire) {
             return None;
         }
-        spin_then_yield(&mut spins, spin_limit);
+        backoff.snooze();
     }
+}
+
+/// Locks `m`, ignoring poisoning: a worker that panicked was caught (the
+/// block then runs in order) and left nothing half-written that a later
+/// block reads.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -22,15 +22,41 @@ use revm::context_interface::Cfg as _;
 use revm::primitives::KECCAK_EMPTY;
 use sluice_messages::{BlockHeader, Receipt, RecoveredTx};
 
-use super::{
-    cell::{view, AccountVersion},
-    engine::Shared,
-    footprint::{field, AccountValue, AccountWrite, TxOutcome, TxResult},
-};
+use sluice_state::Account as StoredAccount;
+
 use crate::{
-    db::DbError,
+    db::normalize_code_hash,
     env::{cfg_env, ExecConfig},
 };
+
+/// An account's fields as a plain transfer reads and writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AccountValue {
+    pub(crate) balance: U256,
+    pub(crate) nonce: u64,
+    pub(crate) code_hash: alloy_primitives::B256,
+    pub(crate) exists: bool,
+}
+
+impl AccountValue {
+    /// The account as stored (`None`: it does not exist).
+    pub(crate) fn from_stored(account: Option<&StoredAccount>) -> Self {
+        match account {
+            Some(a) => AccountValue {
+                balance: a.balance,
+                nonce: a.nonce,
+                code_hash: normalize_code_hash(a.code_hash),
+                exists: true,
+            },
+            None => AccountValue { balance: U256::ZERO, nonce: 0, code_hash: KECCAK_EMPTY, exists: false },
+        }
+    }
+
+    /// EIP-161 emptiness.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.balance.is_zero() && self.nonce == 0 && self.code_hash == KECCAK_EMPTY
+    }
+}
 
 /// Gas of a plain transfer.
 pub(crate) const TRANSFER_GAS: u64 = 21_000;
@@ -179,67 +205,4 @@ impl Plan {
             output: Bytes::new(),
         }
     }
-}
-
-/// Executes `tx` (transaction `index` of the block) as a plain transfer
-/// into `out` (reset for this execution), or returns `false` when it does
-/// not qualify (`out` is then untouched).
-pub(crate) fn try_transfer(
-    shared: &Shared<'_>,
-    tx: &RecoveredTx,
-    index: u32,
-    out: &mut TxOutcome,
-) -> Result<bool, DbError> {
-    let incarnation = out.incarnation;
-    let Some(plan) = plan(&shared.rules, tx) else {
-        return Ok(false);
-    };
-    // Read both accounts and, if the transfer goes ahead, write them, all
-    // under their shard locks: two lock round trips for the whole transfer.
-    let reader = shared.reader;
-    let done = shared.mv.with_pair(plan.to, tx.sender, |to_cell, from_cell| {
-        let to = view(to_cell, reader, plan.to, index)?;
-        let from = view(from_cell, reader, tx.sender, index)?;
-        let Some((from_value, to_value)) = plan.apply(&from.value, &to.value) else {
-            return Ok(None);
-        };
-        let from_write = AccountWrite {
-            address: tx.sender,
-            mask: field::BALANCE | field::NONCE,
-            value: from_value,
-            code: None,
-        };
-        let to_write = AccountWrite {
-            address: plan.to,
-            mask: field::BALANCE | field::EXISTS,
-            value: to_value,
-            code: None,
-        };
-        for (cell, w) in [(&mut *from_cell, &from_write), (&mut *to_cell, &to_write)] {
-            cell.versions.insert(AccountVersion {
-                tx: index,
-                incarnation,
-                mask: w.mask,
-                value: w.value,
-                code: None,
-            });
-        }
-        Ok::<_, DbError>(Some((
-            to.read(plan.to, field::BALANCE | field::CODE),
-            from.read(tx.sender, field::BALANCE | field::NONCE | field::CODE),
-            from_write,
-            to_write,
-        )))
-    })?;
-    let Some((to_read, from_read, from_write, to_write)) = done else {
-        return Ok(false);
-    };
-    out.fast = true;
-    out.published = true;
-    out.account_reads.push(to_read);
-    out.account_reads.push(from_read);
-    out.account_writes.push(from_write);
-    out.account_writes.push(to_write);
-    out.result = TxResult::Applied { receipt: plan.receipt(tx, shared.rules.base_fee), fee: plan.fee };
-    Ok(true)
 }

@@ -3,9 +3,8 @@
 //! the rest of the chunk on the now exact state.
 //!
 //! A lane corrects its chunk as soon as the chunk before it is final, not
-//! at the chunk's end: the transactions it runs after that (the runway, in
-//! `bounds.rs`) read exact state, so they never run again and are never
-//! undone or redone.
+//! at the chunk's end: the transactions it runs after that read exact
+//! state, so they never run again and are never undone or redone.
 
 use std::sync::Mutex;
 
@@ -17,7 +16,7 @@ use super::{
     lane::{gas_limit, Lane, Res, Run, Stop, Val},
     Applied, Final, Shared,
 };
-use crate::occ::mv::lock;
+use crate::occ::threads::lock;
 
 /// A chunk being made final: what is final of it so far.
 pub(super) struct Making {
@@ -98,7 +97,7 @@ pub(super) fn correct(
         lane.set_all(chunk_writes)?;
     }
     drop(before_writes);
-    // Room for what the runs wrote as speculated, and for a runway of
+    // Room for what the runs wrote as speculated, and for a few
     // transactions more (a few values each) and the coinbase: ~50 entries
     // of ~100 bytes, copied again each time the vector grew.
     writes.reserve(lane.writes_len() + 32);

@@ -14,7 +14,7 @@ use revm::{
     Database, MainBuilder, MainnetEvm,
 };
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx};
-use sluice_store::StateReader;
+use sluice_state::StateReader;
 
 use super::entry::{self, Entry, Key};
 use crate::{

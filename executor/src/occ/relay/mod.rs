@@ -2,12 +2,11 @@
 //! its own journal, handing the next chunk's worker one write set per
 //! chunk.
 //!
-//! The multi-version engine hands results between cores per transaction,
-//! and on this project's 2-core machines that costs about as much as a
-//! cheap contract call (~1 us): two workers lost to one journal on ERC-20
-//! transfers. Here the unit of hand-off is a chunk of [`CHUNK_TXS`]
-//! transactions (with two workers, a chunk's end is fixed as the block
-//! runs: `bounds.rs`). Chunk `k` belongs to worker `k mod n`, which keeps a
+//! Handing results between cores per transaction (as a multi-version
+//! engine does) costs, on this project's 2-core machines, about as much as
+//! a cheap contract call (~1 us): two such workers lost to one journal on
+//! ERC-20 transfers. Here the unit of hand-off is a chunk of [`CHUNK_TXS`]
+//! transactions. Chunk `k` belongs to worker `k mod n`, which keeps a
 //! revm journal across its chunks as its replica of the block state:
 //!
 //! 1. **Speculate**: run chunk `k` in order on the replica. The replica
@@ -28,9 +27,7 @@
 //!    either execution changed becomes dirty). Receipts take their index
 //!    and cumulative gas here.
 //! 3. **Run exact**: the rest of the chunk runs on exact state, each
-//!    transaction final as it runs (with two workers, that is the runway
-//!    of `bounds.rs`: chunk `k` ends a few transactions after chunk `k - 1`
-//!    is final).
+//!    transaction final as it runs.
 //! 4. **Hand on** the chunk's final values and the gas used, fees credited
 //!    to the coinbase; then, while the next chunk is being corrected,
 //!    build the chunk's receipts, and append those of every chunk built
@@ -43,7 +40,6 @@
 //! accounts empty at block start; and a transaction over the block's gas
 //! left.
 
-mod bounds;
 mod entry;
 mod finalize;
 mod lane;
@@ -58,20 +54,16 @@ use std::{
 };
 
 use alloy_primitives::B256;
-use bounds::Bounds;
 use entry::Key;
 use finalize::{Filters, Making};
 use lane::{Lane, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
-use sluice_store::StateReader;
+use sluice_state::StateReader;
 
-use super::{
-    mv::lock,
-    threads::{wait_until, Workers},
-};
+use super::threads::{lock, wait_until, Workers};
 use crate::{
     sequential::receipt,
-    stats::{ExecMode, ExecStats, SequentialReason},
+    stats::{ExecPath, ExecStats, InOrder},
     BlockOutcome, ExecConfig, ExecError,
 };
 
@@ -114,12 +106,13 @@ type Applied = (usize, u32, u64, revm::context_interface::result::ExecutionResul
 struct Shared<'a> {
     cfg: &'a ExecConfig,
     block: &'a PreparedBlock,
+    /// Chunk `k` holds transactions `k * CHUNK_TXS` up to the next
+    /// chunk's first.
     chunks: Box<[OnceLock<Final>]>,
-    bounds: Bounds,
     /// A worker declined the block or failed: everyone stops.
     stop: AtomicBool,
     /// Why, if declined.
-    declined: Mutex<Option<SequentialReason>>,
+    declined: Mutex<Option<InOrder>>,
     error: Mutex<Option<ExecError>>,
     /// The change set, from the last chunk's worker.
     changes: Mutex<Option<ChangeSet>>,
@@ -145,15 +138,13 @@ pub(crate) fn run(
     cfg: &ExecConfig,
     block: &PreparedBlock,
     workers: &Workers,
-) -> Result<Result<BlockOutcome, SequentialReason>, ExecError> {
+) -> Result<Result<BlockOutcome, InOrder>, ExecError> {
     let start = Instant::now();
     let n = workers.len();
-    let bounds = Bounds::new(block.txs.len(), n);
     let shared = Shared {
         cfg,
         block,
-        chunks: (0..bounds.len()).map(|_| OnceLock::new()).collect(),
-        bounds,
+        chunks: (0..block.txs.len().div_ceil(CHUNK_TXS)).map(|_| OnceLock::new()).collect(),
         stop: AtomicBool::new(false),
         declined: Mutex::new(None),
         error: Mutex::new(None),
@@ -165,8 +156,8 @@ pub(crate) fn run(
         let result = panic::catch_unwind(AssertUnwindSafe(|| lane_main(&shared, state, w, n)));
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(Stop::Decline)) => shared.decline(SequentialReason::Unsupported),
-            Ok(Err(Stop::Contended)) => shared.decline(SequentialReason::Contention),
+            Ok(Err(Stop::Decline)) => shared.decline(InOrder::Unsupported),
+            Ok(Err(Stop::Contended)) => shared.decline(InOrder::Contention),
             Ok(Err(Stop::Failed(e))) => {
                 *lock(&shared.error) = Some(e);
                 shared.stop.store(true, Ordering::Release);
@@ -186,7 +177,7 @@ pub(crate) fn run(
     }
     // No worker threads could be started, or (a bug) no change set.
     let (Some(()), Some(changes)) = (done.map(|_| ()), lock(&shared.changes).take()) else {
-        return Ok(Err(SequentialReason::Unsupported));
+        return Ok(Err(InOrder::Unsupported));
     };
     let speculate = start.elapsed();
     // Every lane builds its chunks' receipts before it returns; the last
@@ -200,7 +191,7 @@ pub(crate) fn run(
         let Some(chunk) = chunk.into_inner() else { break };
         if k >= next {
             // (A bug: a chunk without receipts.) The block runs another way.
-            return Ok(Err(SequentialReason::Unsupported));
+            return Ok(Err(InOrder::Unsupported));
         }
         skipped.extend(chunk.skipped);
         gas_used = chunk.gas_used;
@@ -209,15 +200,12 @@ pub(crate) fn run(
     // Every transaction has a receipt or was skipped, or (a bug) the
     // chunks did not cover the block: it runs another way.
     if receipts.len() + skipped.len() != block.txs.len() {
-        return Ok(Err(SequentialReason::Unsupported));
+        return Ok(Err(InOrder::Unsupported));
     }
     let stats = ExecStats {
-        mode: ExecMode::Parallel,
+        path: ExecPath::Lanes,
         workers: n as u32,
-        conflicts: reruns,
         reruns,
-        max_rerun_depth: u32::from(reruns > 0),
-        lanes: true,
         speculate,
         validate: Duration::from_nanos(shared.finalize_ns.into_inner()),
         ..ExecStats::default()
@@ -251,53 +239,33 @@ impl Shared<'_> {
     }
 
     /// Stops every worker; the block runs another way, for `reason`.
-    fn decline(&self, reason: SequentialReason) {
+    fn decline(&self, reason: InOrder) {
         lock(&self.declined).get_or_insert(reason);
         self.stop.store(true, Ordering::Release);
     }
 }
 
-/// Transactions finalized before a block may be found contended (counted
-/// in transactions, not chunks: with two workers chunk lengths depend on
-/// timing, and whether a block runs on lanes should not).
+/// Transactions finalized before a block may be found contended.
 const CONTENTION_TXS: usize = 4 * CHUNK_TXS;
 
 /// One worker: its chunks, in order.
 fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -> Result<(), Stop> {
     let txs = &shared.block.txs;
-    let bounds = &shared.bounds;
     let header = &shared.block.block.header;
     let mut lane = Lane::new(state, shared.cfg, shared.block)?;
     let mut runs = Vec::with_capacity(CHUNK_TXS);
     let mut filters = None;
     let mut last = false;
     let mut k = w;
-    while k < bounds.len() {
-        if k == 1 {
-            // The first chunk runs on exact state: it may end as soon as
-            // this worker is up (later chunks are ended by the worker of
-            // the chunk before, once that chunk is final).
-            bounds.end(0, 0);
-        }
-        let start = match k {
-            0 => 0,
-            _ => match bounds.wait_end(k - 1, &shared.stop) {
-                Some(start) => start,
-                None => return Ok(()),
-            },
-        };
-        if start >= txs.len() {
-            // No chunk `k`: the worker of chunk `k + 1` learns it here.
-            bounds.close(k, start);
-            break;
-        }
+    while k < shared.chunks.len() {
+        let start = k * CHUNK_TXS;
+        let end = (start + CHUNK_TXS).min(txs.len());
         lane.clear_logs();
         runs.clear();
         // The chunk before is final once `making` is set: from then on,
         // runs are final as they run.
         let mut making = None;
-        let mut x = start;
-        while bounds.holds(k, start, x) {
+        for x in start..end {
             if making.is_none() && (k == 0 || shared.chunks[k - 1].get().is_some()) {
                 let chunk = (&txs[start..x], &mut runs[..], filters.take());
                 making = Some(correct_now(&mut lane, shared, (k, n), chunk)?);
@@ -307,12 +275,11 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
                 Some(making) => making.exact(&mut lane, shared, x - start, &txs[x])?,
                 None => runs.push(lane.execute(&txs[x])?),
             }
-            x += 1;
             if shared.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
         }
-        let range = start..x;
+        let range = start..end;
         let making = match making {
             Some(making) => making,
             None => {
@@ -339,7 +306,6 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
             return Err(Stop::Contended);
         }
         let _ = shared.chunks[k].set(chunk);
-        bounds.end(k + 1, range.end);
         let receipts = applied
             .into_iter()
             .filter_map(|(i, index, cumulative, result)| match &txs[range.start + i] {
@@ -370,7 +336,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
 
 /// Chunk `j` once final, or `None` if the block was given up.
 fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
-    wait_until(&shared.stop, 2_000, || shared.chunks[j].get())
+    wait_until(&shared.stop, || shared.chunks[j].get())
 }
 
 /// Corrects chunk `k`'s runs so far (`runs`, of `txs`) against the chunks

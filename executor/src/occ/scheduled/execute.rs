@@ -8,10 +8,10 @@ use alloy_primitives::{
 };
 use revm::primitives::KECCAK_EMPTY;
 use sluice_messages::{PreparedBlock, PreparedTx};
-use sluice_store::StateReader;
+use sluice_state::StateReader;
 
 use super::{plan::Schedule, Failed};
-use crate::{db::DbError, occ::footprint::AccountValue};
+use crate::{db::DbError, occ::transfer::AccountValue};
 
 /// An account a worker touched, as it is now. Only balance and nonce: an
 /// account with code never qualifies, and every touched account ends the

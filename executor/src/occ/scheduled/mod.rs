@@ -27,9 +27,10 @@
 //! the block's remaining gas assuming every earlier one applied (each uses
 //! exactly 21,000). While running, the accounts must allow each transfer
 //! (`Plan::apply`: no code at either end, the expected nonce, funds for
-//! the maximum cost). If anything fails, the attempt is abandoned and the
-//! block goes to the general engine: the first step makes that rare once
-//! work has begun (the node's admission already checked nonces and funds).
+//! the maximum cost). If the first step fails, nothing was executed and
+//! the block may run on lanes; if the second does, the work is lost and
+//! the block runs on the sequential executor: the first step makes that
+//! rare (the node's admission already checked nonces and funds).
 
 mod execute;
 mod output;
@@ -43,49 +44,72 @@ use std::{
     time::{Duration, Instant},
 };
 
-use alloy_primitives::{map::AddressMap, Address};
+use alloy_primitives::{map::AddressMap, Address, U256};
 use sluice_messages::{AccountChange, ChangeSet, PreparedBlock, PreparedTx, Receipt};
-use sluice_store::{Account as StoredAccount, StateReader};
+use sluice_state::{Account as StoredAccount, StateReader};
 
 use execute::{execute, Accounts, Touched};
 use output::{changes, partition, receipts, sort_share, Key};
 use plan::{Planning, Schedule};
 
 use super::{
-    commit::CoinbaseState,
-    footprint::AccountValue,
-    merge::AccountFinal,
-    mv::lock,
-    threads::{Gate, Workers},
-    transfer::{Rules, TRANSFER_GAS},
+    threads::{lock, Gate, Workers},
+    transfer::{AccountValue, Rules, TRANSFER_GAS},
 };
 use crate::{
     db::DbError,
-    stats::{ExecMode, ExecStats},
+    stats::{ExecPath, ExecStats},
     BlockOutcome, ExecConfig,
 };
 
-/// The coinbase after every fee, as the sequential executor pays them (one
-/// at a time, in block order); `None` where the parallel engines do not
-/// model the outcome.
-fn pay_fees(base: Option<StoredAccount>, schedule: &Schedule<'_>) -> Option<CoinbaseState> {
-    let mut coinbase = CoinbaseState::new(base);
+/// The coinbase's change after every fee, paid as the sequential executor
+/// pays them (one at a time, in block order: revm's `reward_beneficiary`
+/// drops an add that would overflow, and touches the account, so a touched
+/// empty account is deleted); `None` where that would delete an existing
+/// account (its storage would be wiped: the oracle runs such a block).
+fn coinbase_change(
+    address: Address,
+    base: Option<StoredAccount>,
+    schedule: &Schedule<'_>,
+) -> Option<Option<AccountChange>> {
     let start = AccountValue::from_stored(base.as_ref());
+    let mut now = start;
+    let mut pay = |fee: U256| {
+        now.balance = now.balance.checked_add(fee).unwrap_or(now.balance);
+        if now.is_empty() {
+            // EIP-161: an empty coinbase that did not exist stays absent;
+            // one that existed would be deleted.
+            return !now.exists;
+        }
+        now.exists = true;
+        true
+    };
     // One add of the total is the same as one add per transaction, unless
     // an add could overflow (it would be dropped), or the coinbase exists
     // and is empty (a zero fee first would delete it).
     let total = schedule
         .fees
         .filter(|t| !(start.exists && start.is_empty()) && start.balance.checked_add(*t).is_some());
-    match total {
-        Some(total) => coinbase.apply(None, total).ok()?,
-        None => {
-            for plan in schedule.plans() {
-                coinbase.apply(None, plan.fee).ok()?;
-            }
-        }
+    let paid = match total {
+        Some(total) => pay(total),
+        None => schedule.plans().all(|plan| pay(plan.fee)),
+    };
+    if !paid {
+        return None;
     }
-    Some(coinbase)
+    if !now.exists || now == start {
+        return Some(None);
+    }
+    // Fees change only the balance: nonce and code stay as they were.
+    Some(Some(AccountChange {
+        address,
+        deleted: false,
+        balance: now.balance,
+        nonce: now.nonce,
+        code: None,
+        storage_cleared: false,
+        storage: Vec::new(),
+    }))
 }
 
 fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
@@ -112,22 +136,33 @@ pub(crate) struct Scratch {
     last: Vec<Padded<Mutex<AddressMap<u32>>>>,
 }
 
-/// Executes `block` this way on `threads`, or returns `None` when it does
-/// not qualify (or the threads could not be started).
+/// How an attempt to run a block scheduled ended.
+pub(crate) enum Attempt {
+    /// The block's outcome.
+    Done(BlockOutcome),
+    /// Not a block of plain transfers (or the threads could not be
+    /// started): nothing was executed, another path may run it.
+    NotTransfers,
+    /// State ruled a transfer out while the block was running: the work
+    /// so far is lost and the block runs in order.
+    GaveUp,
+}
+
+/// Executes `block` this way on `threads`, or says why not.
 pub(crate) fn run(
     reader: &dyn StateReader,
     cfg: &ExecConfig,
     block: &PreparedBlock,
     threads: &Workers,
     scratch: &Mutex<Scratch>,
-) -> Result<Option<BlockOutcome>, DbError> {
+) -> Result<Attempt, DbError> {
     let rules = Rules::new(cfg, &block.block.header);
     // A block of contract calls fails on its first transaction: find out
     // before waking the threads and sizing their plans for the block.
     match block.txs.first() {
         None => {}
         Some(PreparedTx::Ready(tx)) if super::transfer::plan(&rules, tx).is_some() => {}
-        Some(_) => return Ok(None),
+        Some(_) => return Ok(Attempt::NotTransfers),
     }
     let mut guard = lock(scratch);
     let Scratch { accounts, last } = &mut *guard;
@@ -152,6 +187,9 @@ struct Share {
 struct Failed(AtomicUsize);
 
 const NONE: usize = usize::MAX;
+
+/// The phase that runs the groups: failing before it, nothing was executed.
+const EXECUTE: usize = 4;
 
 impl Failed {
     /// Whether some worker failed already (a hint to stop early; the
@@ -189,10 +227,9 @@ fn prepare<'p>(
     let Some(schedule) = planning.schedule() else {
         return Ok(None);
     };
-    let Some(coinbase) = pay_fees(reader.account(&rules.coinbase)?, &schedule) else {
+    let Some(coinbase) = coinbase_change(rules.coinbase, reader.account(&rules.coinbase)?, &schedule) else {
         return Ok(None);
     };
-    let coinbase = AccountFinal::coinbase(rules.coinbase, &coinbase).change(reader, &[])?;
     Ok(Some(Ready { schedule, coinbase }))
 }
 
@@ -203,7 +240,7 @@ fn run_with(
     threads: &Workers,
     accounts: &[Padded<RwLock<Accounts>>],
     last: &[Padded<Mutex<AddressMap<u32>>>],
-) -> Result<Option<BlockOutcome>, DbError> {
+) -> Result<Attempt, DbError> {
     let start = Instant::now();
     let workers = threads.len();
     let n = block.txs.len();
@@ -251,7 +288,7 @@ fn run_with(
             }
             ran
         };
-        if !pass(gate, 4, matches!(ran, Ok(true)), &abandon) {
+        if !pass(gate, EXECUTE, matches!(ran, Ok(true)), &abandon) {
             return ran.map(|_| None);
         }
         if w == 0 {
@@ -272,13 +309,16 @@ fn run_with(
         Ok(Some(share))
     });
     let Some(shares) = shares else {
-        return Ok(None);
+        return Ok(Attempt::NotTransfers);
     };
     // A worker's database error wins over the others' giving up, which it
     // caused.
     let shares: Vec<Option<Share>> = shares.into_iter().collect::<Result<_, _>>()?;
     let Some(shares) = shares.into_iter().collect::<Option<Vec<Share>>>() else {
-        return Ok(None);
+        return Ok(match abandon.0.load(Ordering::Acquire) < EXECUTE {
+            true => Attempt::NotTransfers,
+            false => Attempt::GaveUp,
+        });
     };
     let (mut receipts, mut changes, mut planned, mut executed) = (None, None, Duration::ZERO, Duration::ZERO);
     for share in shares {
@@ -288,18 +328,23 @@ fn run_with(
         executed = executed.max(share.executed);
     }
     let (Some(receipts), Some(accounts)) = (receipts, changes) else {
-        return Ok(None);
+        // (A bug: no worker built them.) Nothing is lost but time.
+        return Ok(Attempt::GaveUp);
     };
     let stats = ExecStats {
-        mode: ExecMode::Parallel,
+        path: ExecPath::Scheduled,
         workers: u32::try_from(workers).unwrap_or(u32::MAX),
-        fast_transfers: u32::try_from(receipts.len()).unwrap_or(u32::MAX),
-        scheduled: true,
         speculate: executed.saturating_sub(planned),
         validate: planned,
         merge: start.elapsed().saturating_sub(executed),
         ..ExecStats::default()
     };
     let gas_used = TRANSFER_GAS * receipts.len() as u64;
-    Ok(Some(BlockOutcome { receipts, skipped: Vec::new(), gas_used, changes: ChangeSet { accounts }, stats }))
+    Ok(Attempt::Done(BlockOutcome {
+        receipts,
+        skipped: Vec::new(),
+        gas_used,
+        changes: ChangeSet { accounts },
+        stats,
+    }))
 }

@@ -1,4 +1,10 @@
-//! Reading state.
+//! Reading state: the interface between what executes blocks and what
+//! stores them.
+//!
+//! Like revm's `database/interface` crate beside its databases: the
+//! executor reads state through [`StateReader`] and knows nothing of the
+//! store; the store, its overlays of executed-but-uncommitted blocks and
+//! the test states implement it.
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 
@@ -55,4 +61,20 @@ pub trait StateReader: Send + Sync {
     fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError>;
     /// The hash of block `number`, or zero when unknown (BLOCKHASH semantics).
     fn block_hash(&self, number: u64) -> Result<B256, StoreError>;
+}
+
+/// A shared reader reads as the reader it shares.
+impl<T: StateReader + ?Sized> StateReader for std::sync::Arc<T> {
+    fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
+        (**self).account(address)
+    }
+    fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
+        (**self).code(hash)
+    }
+    fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError> {
+        (**self).storage(address, slot)
+    }
+    fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
+        (**self).block_hash(number)
+    }
 }

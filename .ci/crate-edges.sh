@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Fails when a crate depends (directly or not, normal dependencies) on a
+# sluice crate it must not: crates point one way (ARCHITECTURE.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail=0
+# crate | sluice crates it must not depend on
+while read -r crate forbidden; do
+  deps=$(cargo tree --offline -q -e normal -p "$crate" --prefix none 2>/dev/null | awk '{print $1}' | sort -u)
+  for f in ${forbidden//,/ }; do
+    if grep -qx "$f" <<<"$deps"; then
+      echo "crate edge broken: $crate depends on $f"
+      fail=1
+    fi
+  done
+done <<'EDGES'
+sluice-messages sluice-state,sluice-config,sluice-store,sluice-executor,sluice-txpool,sluice-actors,sluice-load,sluice-consensus
+sluice-state sluice-messages,sluice-config,sluice-store,sluice-executor,sluice-txpool,sluice-actors,sluice-load,sluice-consensus
+sluice-executor sluice-store,sluice-txpool,sluice-actors,sluice-config,sluice-load,sluice-consensus
+sluice-store sluice-executor,sluice-txpool,sluice-actors,sluice-load,sluice-consensus
+sluice-txpool sluice-actors,sluice-load,sluice-consensus
+sluice-load sluice-actors,sluice-consensus,sluice-store,sluice-executor
+sluice-actors sluice-consensus,sluice-load
+EDGES
+[ "$fail" = 0 ] && echo "crate edges hold"
+exit "$fail"

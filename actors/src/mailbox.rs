@@ -13,8 +13,10 @@
 //! - [`MailboxSender::try_send`] never waits and hands the message back when
 //!   the mailbox is full, counting the rejection.
 //!
-//! Each mailbox reports its depth, capacity and high-water mark, so the
-//! bound can be checked from outside (tests scrape the high-water mark).
+//! Each mailbox reports its depth, capacity and high-water mark, and its
+//! senders count the times they found it full and waited
+//! (`sluice_mailbox_waits_total`) or were refused: a bound that holds is
+//! one its senders feel.
 
 use std::sync::{
     atomic::{AtomicUsize, Ordering},
@@ -72,8 +74,25 @@ impl<M> MailboxSender<M> {
         self.shared.high_water.fetch_max(depth, Ordering::Relaxed);
     }
 
+    /// Sends if there is room; else hands the message back for the caller
+    /// to wait with, counting the wait.
+    fn send_now(&self, msg: M) -> Result<Option<M>, SendError<M>> {
+        match self.tx.try_send(msg) {
+            Ok(()) => {
+                self.note_depth();
+                Ok(None)
+            }
+            Err(flume::TrySendError::Full(msg)) => {
+                metrics::counter!(m::MAILBOX_WAITS, "actor" => self.shared.actor).increment(1);
+                Ok(Some(msg))
+            }
+            Err(flume::TrySendError::Disconnected(msg)) => Err(SendError::Closed(msg)),
+        }
+    }
+
     /// Sends, waiting while the mailbox is full.
     pub async fn send(&self, msg: M) -> Result<(), SendError<M>> {
+        let Some(msg) = self.send_now(msg)? else { return Ok(()) };
         let res = self.tx.send_async(msg).await.map_err(|e| SendError::Closed(e.into_inner()));
         self.note_depth();
         res
@@ -82,6 +101,7 @@ impl<M> MailboxSender<M> {
     /// Sends from a dedicated OS thread, blocking it while the mailbox is
     /// full. Never call this on an event loop shared with other actors.
     pub fn send_blocking(&self, msg: M) -> Result<(), SendError<M>> {
+        let Some(msg) = self.send_now(msg)? else { return Ok(()) };
         let res = self.tx.send(msg).map_err(|e| SendError::Closed(e.into_inner()));
         self.note_depth();
         res
@@ -207,6 +227,7 @@ pub fn mailbox_indexed<M>(
 ) -> (MailboxSender<M>, MailboxReceiver<M>) {
     // Registered at zero so dashboards show every actor, refusals or not.
     metrics::counter!(m::MAILBOX_REJECTED, "actor" => actor).increment(0);
+    metrics::counter!(m::MAILBOX_WAITS, "actor" => actor).increment(0);
     let (tx, rx) = flume::bounded(capacity);
     let shared =
         Arc::new(Shared { actor, index: index.to_string(), capacity, high_water: AtomicUsize::new(0) });

@@ -87,15 +87,26 @@ fn mutate(rng: &mut impl Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
     v
 }
 
-fn tx_corpus() -> Vec<Vec<u8>> {
-    let to = random_signer().address();
-    let mut c = vec![
+/// A recipient fixed, so that the hand-written seeds are the same bytes in
+/// every run (signing is deterministic) and can be checked against the
+/// committed corpus.
+const SEED_TO: alloy_primitives::Address = alloy_primitives::Address::repeat_byte(0x5e);
+
+/// The hand-written transaction seeds.
+fn tx_seeds() -> Vec<Vec<u8>> {
+    let to = SEED_TO;
+    vec![
         transfer(&dev(0), 0, to, 1).to_vec(),
         legacy(&dev(1), 3, to, 7, Some(CHAIN_ID)).to_vec(),
         legacy(&dev(1), 3, to, 7, None).to_vec(),
         eip1559(&dev(2), 1, alloy_primitives::TxKind::Create, U256::ZERO, counter_initcode(), 200_000)
             .to_vec(),
-    ];
+    ]
+}
+
+/// The seeds and the committed corpus of the `tx_decode` target.
+fn tx_corpus() -> Vec<Vec<u8>> {
+    let mut c = tx_seeds();
     c.extend(
         std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus/tx_decode"))
             .into_iter()
@@ -106,9 +117,10 @@ fn tx_corpus() -> Vec<Vec<u8>> {
     c
 }
 
-fn rpc_corpus() -> Vec<Vec<u8>> {
-    let raw = transfer(&dev(0), 0, random_signer().address(), 1);
-    let mut c: Vec<Vec<u8>> = [
+/// The hand-written JSON-RPC body seeds.
+fn rpc_seeds() -> Vec<Vec<u8>> {
+    let raw = transfer(&dev(0), 0, SEED_TO, 1);
+    [
         r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}"#.to_string(),
         r#"[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","method":"net_version"}]"#.into(),
         format!(r#"{{"jsonrpc":"2.0","id":2,"method":"eth_sendRawTransaction","params":["{raw}"]}}"#),
@@ -121,7 +133,12 @@ fn rpc_corpus() -> Vec<Vec<u8>> {
     ]
     .into_iter()
     .map(String::into_bytes)
-    .collect();
+    .collect()
+}
+
+/// The seeds and the committed corpus of the `rpc_body` target.
+fn rpc_corpus() -> Vec<Vec<u8>> {
+    let mut c = rpc_seeds();
     c.extend(
         std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus/rpc_body"))
             .into_iter()
@@ -207,19 +224,29 @@ fn mutated_json_rpc_bodies_always_get_a_json_rpc_answer() {
     assert!(runs > 100);
 }
 
-/// `FUZZ_WRITE_CORPUS=1 cargo test --test it write_seed_corpus` rewrites
-/// the committed seed corpus of `fuzz/` from the seeds above.
+/// The hand-written seeds above are in `fuzz/`'s committed corpus (as
+/// `seed-<keccak>`), so that `fuzz/run.sh` starts from them:
+/// `FUZZ_WRITE_CORPUS=1 cargo test --test it seed_corpus` writes them
+/// after a change.
 #[test]
-fn write_seed_corpus_when_asked() {
-    if std::env::var("FUZZ_WRITE_CORPUS").is_err() {
-        return;
-    }
+fn the_seed_corpus_is_committed() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus");
-    for (target, seeds) in [("tx_decode", tx_corpus()), ("rpc_body", rpc_corpus())] {
+    let write = std::env::var("FUZZ_WRITE_CORPUS").is_ok();
+    for (target, seeds) in [("tx_decode", tx_seeds()), ("rpc_body", rpc_seeds())] {
         let dir = format!("{root}/{target}");
-        std::fs::create_dir_all(&dir).unwrap();
         for s in seeds {
-            std::fs::write(format!("{dir}/seed-{}", alloy_primitives::keccak256(&s)), s).unwrap();
+            let path = format!("{dir}/seed-{}", alloy_primitives::keccak256(&s));
+            if write {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &s).unwrap();
+            }
+            let committed = std::fs::read(&path).unwrap_or_default();
+            assert!(
+                committed == s,
+                "{path} is missing or differs from its seed {:?}: FUZZ_WRITE_CORPUS=1 cargo test --test it \
+                 seed_corpus writes it",
+                String::from_utf8_lossy(&s)
+            );
         }
     }
 }

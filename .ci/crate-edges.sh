@@ -15,12 +15,13 @@ while read -r crate forbidden; do
     fi
   done
 done <<'EDGES'
-sluice-messages sluice-state,sluice-config,sluice-store,sluice-executor,sluice-txpool,sluice-actors,sluice-load,sluice-consensus
+sluice-messages sluice-state,sluice-config,sluice-store,sluice-executor,sluice-txpool,sluice-rpc,sluice-actors,sluice-load,sluice-consensus
 sluice-state sluice-messages,sluice-config,sluice-store,sluice-executor,sluice-txpool,sluice-actors,sluice-load,sluice-consensus
-sluice-executor sluice-store,sluice-txpool,sluice-actors,sluice-config,sluice-load,sluice-consensus
-sluice-store sluice-executor,sluice-txpool,sluice-actors,sluice-load,sluice-consensus
-sluice-txpool sluice-actors,sluice-load,sluice-consensus
+sluice-executor sluice-store,sluice-txpool,sluice-rpc,sluice-actors,sluice-config,sluice-load,sluice-consensus
+sluice-store sluice-executor,sluice-txpool,sluice-rpc,sluice-actors,sluice-load,sluice-consensus
+sluice-txpool sluice-rpc,sluice-actors,sluice-load,sluice-consensus
 sluice-load sluice-actors,sluice-consensus,sluice-store,sluice-executor
+sluice-rpc sluice-actors,sluice-consensus,sluice-load
 sluice-actors sluice-consensus,sluice-load
 EDGES
 [ "$fail" = 0 ] && echo "crate edges hold"

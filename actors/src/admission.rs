@@ -15,23 +15,113 @@
 //! caller gets -32603, the restart is counted, and it never escalates (a
 //! client must not be able to halt the node with a poison request).
 
-use std::{sync::atomic::Ordering, time::Instant};
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
 
-use alloy_primitives::{Bytes, B256};
-use sluice_store::StateReader;
-use sluice_txpool::TxError;
+use alloy_primitives::{Address, Bytes, B256};
+use serde_json::Value;
+use sluice_rpc::{error::RpcError, Admitting, BoxFuture, Pipeline};
+use sluice_store::{StateReader, Store};
+use sluice_txpool::{AdmissionRules, PoolCounters, TxError};
 use tokio::sync::oneshot;
 
 use crate::{
     faults::{self, Action, Site},
+    mailbox::{mailbox, MailboxSender},
     metrics as m,
     protocol::{CommittedAccount, NonceMsg},
-    recovery::Recovering,
-    rpc::RpcState,
+    recovery::{Recovering, Recovery},
 };
 
+/// The pipeline's entry, as the JSON-RPC server reaches it
+/// ([`Pipeline`]): admission of raw transactions, and the nonce actor's
+/// view of in-flight nonces.
+pub struct Admission {
+    /// Committed chain and state (the sender's account).
+    pub store: Arc<Store>,
+    /// The nonce actor's mailbox: the entry to the pipeline.
+    pub nonce: MailboxSender<NonceMsg>,
+    /// Where submitted transactions are checked and their senders recovered.
+    pub recovery: Recovery,
+    /// The mempool's occupancy: a full pool refuses submissions before
+    /// their senders are recovered.
+    pub pool: Arc<PoolCounters>,
+    /// False once shutdown began: new transactions are refused.
+    pub accepting: AtomicBool,
+}
+
+impl Admission {
+    /// An admission with no pipeline behind it, for answering request
+    /// bodies in process (the fuzz targets, tests of the JSON-RPC layer):
+    /// the nonce mailbox is closed, so `eth_sendRawTransaction` runs every
+    /// check, sender recovery included, then answers "admission stopped".
+    pub fn offline(store: Arc<Store>, rules: AdmissionRules) -> std::io::Result<Admission> {
+        let (nonce, _closed) = mailbox::<NonceMsg>("nonce", 1);
+        let (recovery, _probe) = Recovery::start(1, 64, rules)?;
+        Ok(Admission {
+            store,
+            nonce,
+            recovery,
+            pool: Arc::new(PoolCounters::new(1000, 1 << 20)),
+            accepting: AtomicBool::new(true),
+        })
+    }
+}
+
+/// A JSON-RPC state over `store` with [`Admission::offline`] behind it:
+/// what the fuzz targets and the JSON-RPC layer's tests answer bodies with.
+pub fn offline_rpc_state(
+    store: Arc<Store>,
+    rules: AdmissionRules,
+    exec: sluice_executor::ExecConfig,
+    limits: sluice_config::RpcConfig,
+) -> std::io::Result<Arc<sluice_rpc::RpcState>> {
+    let admission = Admission::offline(Arc::clone(&store), rules.clone())?;
+    Ok(Arc::new(sluice_rpc::RpcState {
+        store,
+        pipeline: Arc::new(admission),
+        pending: Arc::default(),
+        rules,
+        exec,
+        filters: sluice_rpc::filters::Filters::new(&limits),
+        limits,
+        suggested_tip_wei: 1_000_000_000,
+        events: sluice_rpc::events::ChainEvents::new(0),
+    }))
+}
+
+impl Pipeline for Admission {
+    // The outer future begins (checks, recovery queued); the one it yields
+    // finishes: the two-step shape is the point.
+    #[allow(clippy::async_yields_async)]
+    fn begin(&self, raw: Bytes) -> BoxFuture<'_, Admitting<'_>> {
+        Box::pin(async move {
+            let begun = begin(self, raw).await;
+            Box::pin(finish(self, begun)) as Admitting<'_>
+        })
+    }
+
+    fn pending_nonce(&self, address: Address) -> BoxFuture<'_, Result<Option<u64>, RpcError>> {
+        Box::pin(async move {
+            let stopped = || RpcError::new(sluice_rpc::error::SERVER_ERROR, "admission stopped");
+            let (reply, rx) = oneshot::channel();
+            self.nonce.send(NonceMsg::PendingNonce { address, reply }).await.map_err(|_| stopped())?;
+            rx.await.map_err(|_| stopped())
+        })
+    }
+
+    fn debug(&self, method: &str, params: Option<&Value>) -> Result<Value, RpcError> {
+        faults::debug_rpc(method, params)
+    }
+}
+
 /// Admits one raw transaction; returns its hash (keccak of the raw bytes).
-pub async fn send_raw_transaction(state: &RpcState, raw: Bytes) -> Result<B256, TxError> {
+pub async fn send_raw_transaction(state: &Admission, raw: Bytes) -> Result<B256, TxError> {
     let begun = begin(state, raw).await;
     finish(state, begun).await
 }
@@ -47,7 +137,7 @@ pub struct Begun {
 /// queued for recovery without waiting for it. The calls of a JSON-RPC
 /// batch all begin before the first finishes, so the recovery threads work
 /// through the batch while its calls are answered in order.
-pub async fn begin(state: &RpcState, raw: Bytes) -> Begun {
+pub async fn begin(state: &Admission, raw: Bytes) -> Begun {
     let received = Instant::now();
     let recovering = async {
         if !state.accepting.load(Ordering::Acquire) {
@@ -86,7 +176,7 @@ pub async fn begin(state: &RpcState, raw: Bytes) -> Begun {
 
 /// Finishes admitting a begun submission: waits for its recovery, reads the
 /// sender's committed account and reserves its nonce.
-pub async fn finish(state: &RpcState, begun: Begun) -> Result<B256, TxError> {
+pub async fn finish(state: &Admission, begun: Begun) -> Result<B256, TxError> {
     let result = admit(state, begun).await;
     let outcome = match &result {
         Ok(_) => "ok",
@@ -96,7 +186,7 @@ pub async fn finish(state: &RpcState, begun: Begun) -> Result<B256, TxError> {
     result
 }
 
-async fn admit(state: &RpcState, begun: Begun) -> Result<B256, TxError> {
+async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
     let Begun { received, recovering } = begun;
     let tx = recovering?.wait().await?;
     let height = state.store.head();

@@ -37,12 +37,13 @@ use alloy_primitives::Address;
 use sluice_store::Store;
 use tokio::sync::oneshot;
 
+use sluice_rpc::events::ChainEvents;
+use sluice_txpool::PendingTxs;
+
 use crate::{
-    events::ChainEvents,
     faults::{self, Site},
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
-    pending::PendingTxs,
     protocol::{CommitMsg, NonceMsg, SenderProgress},
     supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
 };

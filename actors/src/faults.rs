@@ -24,10 +24,9 @@ use std::{
 use parking_lot::{const_mutex, Mutex};
 use serde_json::{json, Value};
 
-use crate::{
-    metrics as m,
-    rpc::error::{RpcError, INVALID_PARAMS},
-};
+use sluice_rpc::error::{RpcError, INVALID_PARAMS};
+
+use crate::metrics as m;
 
 /// A stage that has a failpoint (the `actor` metric label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,9 +19,8 @@
 //! - [`mailbox`]: bounded mailboxes with depth metrics.
 //! - [`admission`], [`recovery`], [`nonce`], [`shard`], [`producer`], [`preparer`],
 //!   [`finalizer`], [`committer`]: the stages, one actor per file.
-//! - [`rpc`]: JSON-RPC over HTTP and WebSocket.
-//! - [`events`]: committed heights published to subscribers.
-//! - [`pending`]: in-flight transactions by hash.
+//! - [`rpc`]: the JSON-RPC server (the `sluice-rpc` crate), which reaches
+//!   the pipeline through [`admission::Admission`].
 //! - [`metrics`]: metric names and the Prometheus exporter.
 //! - [`faults`]: named failpoints; [`supervise`]: panic containment,
 //!   restarts and escalation to a halt.
@@ -29,21 +28,20 @@
 
 pub mod admission;
 pub mod committer;
-pub mod events;
 pub mod faults;
 pub mod finalizer;
 pub mod mailbox;
 pub mod metrics;
 pub mod node;
 pub mod nonce;
-pub mod pending;
 pub mod port;
 pub mod preparer;
 pub mod producer;
 pub mod protocol;
 pub mod recovery;
 pub mod replay;
-pub mod rpc;
+/// The JSON-RPC server (the `sluice-rpc` crate).
+pub use sluice_rpc as rpc;
 pub mod shard;
 pub mod supervise;
 

@@ -77,12 +77,7 @@ pub const PREPARE_PHASE_SECONDS: &str = "sluice_prepare_phase_seconds";
 pub const PREPARED_AHEAD: &str = "sluice_prepare_blocks_ahead";
 /// Time to commit a block (database write, sync and in-memory apply).
 pub const COMMIT_SECONDS: &str = "sluice_store_commit_seconds";
-/// JSON-RPC calls by method.
-pub const RPC_REQUESTS: &str = "sluice_rpc_requests_total";
-/// JSON-RPC call latency by method.
-pub const RPC_SECONDS: &str = "sluice_rpc_request_seconds";
-/// JSON-RPC errors by code.
-pub const RPC_ERRORS: &str = "sluice_rpc_errors_total";
+pub use sluice_rpc::metrics::{RPC_ERRORS, RPC_REQUESTS, RPC_SECONDS};
 /// Transactions offered to admission, by result.
 pub const TX_ADMISSION: &str = "sluice_tx_admission_total";
 /// Time a transaction spends in nonce reservation.

@@ -24,14 +24,16 @@ use sluice_store::{DurableOptions, Genesis, GenesisAccount, Store, SyncPolicy};
 use sluice_txpool::{dev_accounts, AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
 
+use sluice_rpc::events::ChainEvents;
+use sluice_txpool::PendingTxs;
+
+use crate::admission::Admission;
 use crate::{
     committer::Committer,
-    events::ChainEvents,
     finalizer::Finalizer,
     mailbox::{mailbox, mailbox_indexed, MailboxProbe, MailboxSender},
     metrics as m,
     nonce::{NonceActor, NonceDeps},
-    pending::PendingTxs,
     port::ValidatorPort,
     preparer::Preparer,
     producer::{Parent, Producer, ProducerMode, ProducerSettings},
@@ -145,6 +147,7 @@ pub struct Node {
     /// The committed chain.
     pub store: Arc<Store>,
     rpc: Arc<RpcState>,
+    admission: Arc<Admission>,
     server: actix_web::dev::ServerHandle,
     producer: MailboxSender<ProducerMsg>,
     done: oneshot::Receiver<()>,
@@ -322,19 +325,23 @@ impl Node {
         probes.push(recovery_probe);
         let port =
             ValidatorPort::new(producer_tx.clone(), prepare_tx, chain_events.heads(), Arc::clone(&store));
-        let rpc = Arc::new(RpcState {
+        let admission = Arc::new(Admission {
             store: Arc::clone(&store),
             nonce: nonce_tx,
+            recovery,
+            pool: Arc::clone(&counters),
+            accepting: AtomicBool::new(true),
+        });
+        let rpc = Arc::new(RpcState {
+            store: Arc::clone(&store),
+            pipeline: Arc::clone(&admission) as Arc<dyn rpc::Pipeline>,
             pending,
             rules,
             exec,
             limits: cfg.rpc.clone(),
             suggested_tip_wei: SUGGESTED_TIP_WEI,
-            accepting: AtomicBool::new(true),
             events: chain_events,
             filters: rpc::filters::Filters::new(&cfg.rpc),
-            recovery,
-            pool: Arc::clone(&counters),
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;
@@ -344,6 +351,7 @@ impl Node {
             rpc_addr,
             store,
             rpc,
+            admission,
             server,
             producer: producer_tx,
             done,
@@ -360,7 +368,7 @@ impl Node {
     /// the port: it must be dropped first); the last block is committed
     /// before this returns.
     pub async fn shutdown(self) -> Result<(), NodeError> {
-        self.rpc.accepting.store(false, Ordering::Release);
+        self.admission.accepting.store(false, Ordering::Release);
         // WebSocket connections close, so the server's graceful stop does not
         // wait on them.
         self.rpc.events.close();

@@ -22,11 +22,12 @@ use actix::prelude::*;
 use sluice_store::{StateReader, Store};
 use sluice_txpool::{check_funds, NonceBook, PoolCounters, PreparedTxCache, TxError};
 
+use sluice_txpool::PendingTxs;
+
 use crate::{
     faults::{self, Action, Site},
     mailbox::{MailboxReceiver, MailboxSender, SendError},
     metrics::{self as m, ActorMetrics},
-    pending::PendingTxs,
     protocol::{CommittedAccount, NonceMsg, ProducerMsg, ShardMsg},
     supervise::{contain, Supervisor},
 };

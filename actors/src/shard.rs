@@ -19,11 +19,12 @@ use actix::prelude::*;
 use sluice_messages::RecoveredTx;
 use sluice_txpool::{MempoolShard, PoolCounters};
 
+use sluice_txpool::PendingTxs;
+
 use crate::{
     faults::{self, Action, Site},
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
-    pending::PendingTxs,
     protocol::{NonceMsg, ShardMsg},
     supervise::{contain, Inject, Supervisor, Verdict},
 };

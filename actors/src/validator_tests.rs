@@ -50,7 +50,11 @@ async fn admit(node: &Node, tx: RecoveredTx) {
     let committed =
         CommittedAccount { height: node.store.head(), nonce: account.nonce, balance: account.balance };
     let (reply, answer) = oneshot::channel();
-    node.rpc.nonce.send(NonceMsg::Admit { tx, committed, received: Instant::now(), reply }).await.unwrap();
+    node.admission
+        .nonce
+        .send(NonceMsg::Admit { tx, committed, received: Instant::now(), reply })
+        .await
+        .unwrap();
     answer.await.unwrap().unwrap();
 }
 
@@ -76,7 +80,7 @@ async fn deliver_and_commit(port: &ValidatorPort, block: Arc<sluice_messages::Se
 
 async fn in_flight(node: &Node, address: Address) -> Option<u64> {
     let (reply, answer) = oneshot::channel();
-    node.rpc.nonce.send(NonceMsg::PendingNonce { address, reply }).await.unwrap();
+    node.admission.nonce.send(NonceMsg::PendingNonce { address, reply }).await.unwrap();
     answer.await.unwrap()
 }
 
@@ -106,7 +110,7 @@ async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
     let parent = Parent { number: 1, hash: first.block.hash, timestamp: 7 };
     let lost = port.build(parent, 8, None).await.unwrap();
     assert_eq!(lost.txs.len(), 1);
-    assert_eq!(node.rpc.pool.len(), 0, "taken for the proposal");
+    assert_eq!(node.admission.pool.len(), 0, "taken for the proposal");
     port.restore(lost.txs.clone()).await;
     let app_hash = node.store.block(1).unwrap().app_hash;
     let state_ref = Some(StateRef { height: 1, app_hash });
@@ -124,7 +128,7 @@ async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
     deliver_and_commit(&port, Arc::clone(&second.block)).await;
     assert_eq!(node.store.account(&signer.address()).unwrap().map(|a| a.nonce), Some(1));
     assert_eq!(in_flight(&node, signer.address()).await, None, "nothing left in flight");
-    assert_eq!(node.rpc.pool.len(), 0);
+    assert_eq!(node.admission.pool.len(), 0);
 
     // Shutdown drains once the port (and its clones) are gone.
     port.close();

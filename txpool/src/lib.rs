@@ -42,6 +42,7 @@
 pub mod cache;
 pub mod error;
 pub mod nonce;
+pub mod pending;
 pub mod pool;
 pub mod recover;
 pub mod sign;
@@ -52,6 +53,7 @@ pub mod dev_accounts;
 pub use cache::{hash_batch, keccak, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
 pub use error::TxError;
 pub use nonce::NonceBook;
+pub use pending::PendingTxs;
 pub use pool::{MempoolShard, PoolCounters};
 pub use recover::{decode_envelope, recover_raw, recover_sender};
 pub use sign::{address_of, Signer};

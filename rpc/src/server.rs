@@ -20,7 +20,7 @@ use super::{
     params::Params,
     SharedState,
 };
-use crate::{admission, metrics as m};
+use crate::{metrics as m, Admitting};
 
 /// Starts the HTTP server on its own worker threads. Returns the bound
 /// address (the configured port may be 0) and a handle to stop it.
@@ -49,7 +49,7 @@ pub fn start(state: SharedState) -> std::io::Result<(std::net::SocketAddr, Serve
     let addr = server.addrs().first().copied().unwrap_or(limits.addr);
     let server = server.run();
     let handle = server.handle();
-    actix_rt::spawn(server);
+    actix_web::rt::spawn(server);
     Ok((addr, handle))
 }
 
@@ -113,7 +113,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
                 begun.push(match call {
                     Ok(c) if c.method == "eth_sendRawTransaction" => match Params::new(c.params.as_ref()) {
                         Ok(p) => match p.bytes(0) {
-                            Ok(raw) => Some(admission::begin(state, raw).await),
+                            Ok(raw) => Some(state.pipeline.begin(raw).await),
                             Err(_) => None,
                         },
                         Err(_) => None,
@@ -192,7 +192,7 @@ async fn call_one(
     state: &SharedState,
     call: Result<Call, Value>,
     local: LocalMethods<'_>,
-    begun: Option<admission::Begun>,
+    begun: Option<Admitting<'_>>,
 ) -> Option<Value> {
     let Call { id, method, params } = match call {
         Ok(call) => call,
@@ -203,9 +203,7 @@ async fn call_one(
     let label = eth::metric_label(&method);
     let result = match (local(&method, params.as_ref()), begun) {
         (Some(answered), _) => answered,
-        (None, Some(begun)) => {
-            admission::finish(state, begun).await.map(|hash| json!(hash)).map_err(RpcError::from)
-        }
+        (None, Some(begun)) => begun.await.map(|hash| json!(hash)).map_err(RpcError::from),
         (None, None) => eth::dispatch(state, &method, params.as_ref()).await,
     };
     metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(1);

@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 use sluice_executor::{call, estimate_gas};
 use sluice_messages::RecoveredTx;
 use sluice_store::{StateReader, StoredBlock};
-use tokio::sync::oneshot;
 
 use super::{
     error::{RpcError, INTERNAL_ERROR, SERVER_ERROR},
@@ -15,7 +14,6 @@ use super::{
     params::{self, BlockId, Params},
     RpcState,
 };
-use crate::protocol::NonceMsg;
 
 /// Methods served, as static strings for metric labels (an unknown name
 /// from a client must not create a new time series).
@@ -159,7 +157,7 @@ pub async fn dispatch(
         }
         "eth_sendRawTransaction" => {
             let raw = p.bytes(0)?;
-            Ok(json!(crate::admission::send_raw_transaction(s, raw).await?))
+            Ok(json!(s.pipeline.begin(raw).await.await?))
         }
         "eth_getTransactionByHash" => {
             let hash = p.hash(0)?;
@@ -181,7 +179,7 @@ pub async fn dispatch(
         "eth_getLogs" => super::logs::get_logs(s, p.req(0)?),
         m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p),
         // Unknown unless faults.debug_rpc is on (loopback only).
-        m if m.starts_with("debug_") => crate::faults::debug_rpc(m, params),
+        m if m.starts_with("debug_") => s.pipeline.debug(m, params),
         _ => Err(RpcError::method_not_found(method)),
     }
 }
@@ -277,12 +275,7 @@ fn state_at(s: &RpcState, id: BlockId) -> Result<(), RpcError> {
 }
 
 async fn pending_nonce(s: &RpcState, address: Address) -> Result<Option<u64>, RpcError> {
-    let (reply, rx) = oneshot::channel();
-    s.nonce
-        .send(NonceMsg::PendingNonce { address, reply })
-        .await
-        .map_err(|_| RpcError::new(SERVER_ERROR, "admission stopped"))?;
-    rx.await.map_err(|_| RpcError::new(SERVER_ERROR, "admission stopped"))
+    s.pipeline.pending_nonce(address).await
 }
 
 /// The applied transaction at receipt index `i` of a committed block.

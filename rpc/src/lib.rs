@@ -1,0 +1,57 @@
+//! sluice's JSON-RPC 2.0 server over HTTP: framing and limits ([`server`]),
+//! methods ([`eth`]), parameters ([`params`]), JSON shapes ([`format`]),
+//! errors ([`error`]), log queries (`logs`) and polling filters
+//! ([`filters`]); over WebSocket on the same port, with `eth_subscribe`
+//! ([`ws`]).
+//!
+//! It depends on no actor system: it reads the store, and reaches the
+//! pipeline through the [`Pipeline`] handle the node gives it; committed
+//! heights come as [`events::ChainEvents`].
+
+pub mod error;
+pub mod eth;
+pub mod events;
+pub mod filters;
+pub mod format;
+pub(crate) mod logs;
+pub mod metrics;
+pub mod params;
+pub mod pipeline;
+pub mod server;
+pub mod ws;
+
+pub use pipeline::{Admitting, BoxFuture, Pipeline};
+
+use std::sync::Arc;
+
+use sluice_config::RpcConfig;
+use sluice_executor::ExecConfig;
+use sluice_store::Store;
+use sluice_txpool::{AdmissionRules, PendingTxs};
+
+use events::ChainEvents;
+
+/// Everything an RPC worker needs, shared by all workers.
+pub struct RpcState {
+    /// Committed chain and state.
+    pub store: Arc<Store>,
+    /// The pipeline: submissions and in-flight nonces.
+    pub pipeline: Arc<dyn Pipeline>,
+    /// In-flight transactions by hash.
+    pub pending: Arc<PendingTxs>,
+    /// Stateless admission rules (chain id, block gas limit).
+    pub rules: AdmissionRules,
+    /// Execution rules for `eth_call` and `eth_estimateGas`.
+    pub exec: ExecConfig,
+    /// Limits.
+    pub limits: RpcConfig,
+    /// Suggested priority fee (wei).
+    pub suggested_tip_wei: u128,
+    /// Committed heights and shutdown, for WebSocket subscriptions.
+    pub events: ChainEvents,
+    /// Installed polling filters (`eth_newFilter` and the rest).
+    pub filters: filters::Filters,
+}
+
+/// Shared handle.
+pub type SharedState = Arc<RpcState>;

@@ -110,7 +110,7 @@ pub const STORE_APP_HASH_HEIGHT: &str = "sluice_store_app_hash_height";
 pub const STORE_HALTED: &str = "sluice_store_halted";
 /// The prefix of the process metrics (`metrics-process`, the names
 /// Prometheus's client libraries use): `sluice_process_cpu_seconds_total`
-/// (a gauge of fractional seconds, for `rate()`), `_resident_memory_bytes`,
+/// (a counter of whole seconds, for `rate()`), `_resident_memory_bytes`,
 /// `_virtual_memory_bytes`, `_open_fds`, `_max_fds`, `_threads`,
 /// `_start_time_seconds`.
 pub const PROCESS_PREFIX: &str = "sluice_";

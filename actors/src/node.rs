@@ -98,6 +98,7 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
         },
         cache_blocks: cfg.store.cache_blocks,
         db_cache_bytes: cfg.store.db_cache_bytes,
+        history_blocks: cfg.store.history_blocks,
         fail_commit_at: cfg.store.inject_commit_failure_at_height,
         diverge_at: cfg.store.inject_app_hash_divergence_at_height,
         // A single node's data dir; a validator network names its own.

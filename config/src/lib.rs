@@ -155,6 +155,7 @@ impl Default for Config {
                 sync_every_blocks: 1,
                 cache_blocks: 128,
                 db_cache_bytes: 256 * 1024 * 1024,
+                history_blocks: 0,
                 inject_commit_failure_at_height: 0,
                 inject_app_hash_divergence_at_height: 0,
             },

@@ -193,6 +193,9 @@ pub struct StoreConfig {
     pub cache_blocks: usize,
     /// The database's own page cache (redb's default is 1 GiB).
     pub db_cache_bytes: usize,
+    /// State history kept: reads answer at the last this many blocks
+    /// (like a geth full node's 128); 0 keeps every block's.
+    pub history_blocks: u64,
     /// Fault injection: the commit of this height fails (0 = never).
     pub inject_commit_failure_at_height: u64,
     /// Fault injection: this height's app hash is perturbed, and so every

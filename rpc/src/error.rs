@@ -74,7 +74,11 @@ impl From<sluice_txpool::TxError> for RpcError {
 
 impl From<sluice_store::StoreError> for RpcError {
     fn from(e: sluice_store::StoreError) -> Self {
-        RpcError::new(INTERNAL_ERROR, e.to_string())
+        match e {
+            // The caller asked for pruned state: geth answers -32000.
+            sluice_store::StoreError::StateUnavailable { .. } => RpcError::new(SERVER_ERROR, e.to_string()),
+            e => RpcError::new(INTERNAL_ERROR, e.to_string()),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use alloy_primitives::{Address, B256};
 use serde_json::{json, Value};
 use sluice_executor::{call, estimate_gas};
 use sluice_messages::RecoveredTx;
-use sluice_store::{StateReader, StoredBlock};
+use sluice_store::{StateAt, StateReader, StoredBlock};
 
 use super::{
     error::{RpcError, INTERNAL_ERROR, SERVER_ERROR},
@@ -100,14 +100,14 @@ pub async fn dispatch(
         "eth_getUncleCountByBlockNumber" | "eth_getUncleCountByBlockHash" => Ok(hex_u64(0)),
         "eth_getBalance" => {
             let addr = p.address(0)?;
-            state_at(s, p.block(1)?)?;
-            Ok(hex_u256(s.store.account(&addr)?.map(|a| a.balance).unwrap_or_default()))
+            let at = state_at(s, p.block(1)?)?;
+            Ok(hex_u256(at.reader(s).account(&addr)?.map(|a| a.balance).unwrap_or_default()))
         }
         "eth_getTransactionCount" => {
             let addr = p.address(0)?;
             let block = p.block(1)?;
-            state_at(s, block)?;
-            let committed = s.store.account(&addr)?.map(|a| a.nonce).unwrap_or_default();
+            let at = state_at(s, block)?;
+            let committed = at.reader(s).account(&addr)?.map(|a| a.nonce).unwrap_or_default();
             if block == BlockId::Pending {
                 if let Some(next) = pending_nonce(s, addr).await? {
                     return Ok(hex_u64(next.max(committed)));
@@ -117,8 +117,8 @@ pub async fn dispatch(
         }
         "eth_getCode" => {
             let addr = p.address(0)?;
-            state_at(s, p.block(1)?)?;
-            let code = match s.store.account(&addr)? {
+            let at = state_at(s, p.block(1)?)?;
+            let code = match at.reader(s).account(&addr)? {
                 Some(a) => s.store.code(&a.code_hash)?,
                 None => Default::default(),
             };
@@ -127,8 +127,8 @@ pub async fn dispatch(
         "eth_getStorageAt" => {
             let addr = p.address(0)?;
             let slot = params::quantity(p.req(1)?).map_err(|e| RpcError::invalid_arg(1, e))?;
-            state_at(s, p.block(2)?)?;
-            Ok(json!(B256::from(s.store.storage(&addr, &slot)?)))
+            let at = state_at(s, p.block(2)?)?;
+            Ok(json!(B256::from(at.reader(s).storage(&addr, &slot)?)))
         }
         "eth_gasPrice" => Ok(hex_u128(u128::from(base_fee(s)) + s.suggested_tip_wei)),
         "eth_maxPriorityFeePerGas" => Ok(hex_u128(s.suggested_tip_wei)),
@@ -136,17 +136,17 @@ pub async fn dispatch(
         "eth_feeHistory" => fee_history(s, &p),
         "eth_estimateGas" => {
             let req = capped(p.call(0)?, s);
-            state_at(s, p.block(1)?)?;
-            value_funded(s, &req)?;
-            let head = s.store.head_block();
-            Ok(hex_u64(estimate_gas(s.store.as_ref(), &s.exec, &head.block.header, &req)?))
+            let at = state_at(s, p.block(1)?)?;
+            value_funded(at.reader(s), &req)?;
+            let header = &at.block(s).block.header;
+            Ok(hex_u64(estimate_gas(at.reader(s), &s.exec, header, &req)?))
         }
         "eth_call" => {
             let req = capped(p.call(0)?, s);
-            state_at(s, p.block(1)?)?;
-            value_funded(s, &req)?;
-            let head = s.store.head_block();
-            let out = call(s.store.as_ref(), &s.exec, &head.block.header, &req)?;
+            let at = state_at(s, p.block(1)?)?;
+            value_funded(at.reader(s), &req)?;
+            let header = &at.block(s).block.header;
+            let out = call(at.reader(s), &s.exec, header, &req)?;
             if out.success {
                 Ok(json!(out.output))
             } else if out.revert {
@@ -198,7 +198,7 @@ fn capped(mut req: sluice_executor::CallRequest, s: &RpcState) -> sluice_executo
 /// estimate for a value the sender does not have succeeds, and web3.py (which
 /// sends no fee fields) never sees "insufficient funds". Priced calls are
 /// checked by the executor.
-fn value_funded(s: &RpcState, req: &sluice_executor::CallRequest) -> Result<(), RpcError> {
+fn value_funded(state: &dyn StateReader, req: &sluice_executor::CallRequest) -> Result<(), RpcError> {
     let priced =
         [req.gas_price, req.max_fee_per_gas, req.max_priority_fee_per_gas].iter().any(|f| f.unwrap_or(0) > 0);
     let value = req.value.unwrap_or_default();
@@ -206,7 +206,7 @@ fn value_funded(s: &RpcState, req: &sluice_executor::CallRequest) -> Result<(), 
         return Ok(());
     }
     let from = req.from.unwrap_or_default();
-    let balance = s.store.account(&from)?.map(|a| a.balance).unwrap_or_default();
+    let balance = state.account(&from)?.map(|a| a.balance).unwrap_or_default();
     if balance < value {
         return Err(RpcError::new(
             SERVER_ERROR,
@@ -247,31 +247,47 @@ fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, Rpc
     }
 }
 
-/// State reads are served at the head only: sluice keeps current state, not
-/// history. Anything else is refused clearly rather than answered wrongly.
-fn state_at(s: &RpcState, id: BlockId) -> Result<(), RpcError> {
-    let head = s.store.head();
-    let number = match id {
-        BlockId::Latest | BlockId::Pending => return Ok(()),
-        BlockId::Earliest => 0,
-        BlockId::Number(n) => n,
-        BlockId::Hash(h) => match s.store.block_by_hash(&h) {
-            Some(b) => b.block.header.number,
-            None => return Err(RpcError::new(SERVER_ERROR, format!("header for hash {h} not found"))),
-        },
-    };
-    if number == head {
-        Ok(())
-    } else if number > head {
-        Err(RpcError::new(SERVER_ERROR, "header not found"))
-    } else {
-        Err(RpcError::new(
-            SERVER_ERROR,
-            format!(
-                "historical state not available: block {number} requested, sluice keeps state at head {head}"
-            ),
-        ))
+/// Where a state read is answered: at the head (`latest`, `pending`: the
+/// current state in memory), or at the end of a named block, through the
+/// store's history, however far the chain has moved since.
+enum StateView<'a> {
+    Head,
+    At(StateAt<'a>, Arc<StoredBlock>),
+}
+
+impl<'a> StateView<'a> {
+    /// The state to read.
+    fn reader(&self, s: &'a RpcState) -> &dyn StateReader {
+        match self {
+            StateView::Head => s.store.as_ref(),
+            StateView::At(state, _) => state,
+        }
     }
+
+    /// The block whose end state this is (calls run in its environment).
+    fn block(&self, s: &RpcState) -> Arc<StoredBlock> {
+        match self {
+            StateView::Head => s.store.head_block(),
+            StateView::At(_, block) => Arc::clone(block),
+        }
+    }
+}
+
+/// The state a block selector names: geth's "header not found" past the
+/// head, and the store's "missing trie node" before its history.
+fn state_at(s: &RpcState, id: BlockId) -> Result<StateView<'_>, RpcError> {
+    if matches!(id, BlockId::Latest | BlockId::Pending) {
+        return Ok(StateView::Head);
+    }
+    let block = match id {
+        BlockId::Hash(h) => s
+            .store
+            .block_by_hash(&h)
+            .ok_or_else(|| RpcError::new(SERVER_ERROR, format!("header for hash {h} not found")))?,
+        _ => find_block(s, id)?.ok_or_else(|| RpcError::new(SERVER_ERROR, "header not found"))?,
+    };
+    let state = s.store.state_at(block.block.header.number)?;
+    Ok(StateView::At(state, block))
 }
 
 async fn pending_nonce(s: &RpcState, address: Address) -> Result<Option<u64>, RpcError> {

@@ -40,6 +40,15 @@ pub enum StoreError {
     /// An earlier commit failed; the store accepts no more writes.
     #[error("store halted after a failed commit: {0}")]
     Halted(String),
+    /// State at a block older than the node keeps (pruned, or committed
+    /// before the data dir kept history). geth's wording for the same.
+    #[error("missing trie node: state of block {block} is not available (the oldest block with state is {oldest})")]
+    StateUnavailable {
+        /// The block asked for.
+        block: u64,
+        /// The oldest block whose state can be read.
+        oldest: u64,
+    },
     /// A block was committed out of order.
     #[error("block {got} committed out of order, expected {expected}")]
     OutOfOrder {

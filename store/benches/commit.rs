@@ -119,6 +119,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         sync,
         cache_blocks: 64,
         db_cache_bytes: 256 << 20,
+        history_blocks: 0,
         fail_commit_at: 0,
         diverge_at: 0,
         network: String::new(),

@@ -130,6 +130,8 @@ pub struct DurableOptions {
     pub cache_blocks: usize,
     /// The database's page cache, in bytes.
     pub db_cache_bytes: usize,
+    /// State history kept, in blocks (0: all); see [`crate::history`].
+    pub history_blocks: u64,
     /// Fault injection: the commit of this height fails (0 = never).
     pub fail_commit_at: u64,
     /// Fault injection: the app hash of this height is perturbed, and so
@@ -288,6 +290,7 @@ impl Store {
             network: opts.network.clone(),
         };
         let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_cache_bytes)?;
+        db.keep_history_blocks(opts.history_blocks);
         let mut store = match loaded {
             None => {
                 let store = Store::new(genesis);
@@ -604,6 +607,73 @@ fn verify_recent(db: &Db, head: u64) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// State at the end of a retained block: [`Store::state_at`].
+pub struct StateAt<'a> {
+    store: &'a Store,
+    block: u64,
+}
+
+impl StateAt<'_> {
+    /// The block whose end state this reads.
+    pub fn block(&self) -> u64 {
+        self.block
+    }
+}
+
+impl Store {
+    /// State as of the end of block `n`, which must be committed: read
+    /// from the history on disk (see [`crate::history`]), consistent
+    /// however far the chain has moved since. A store without a database
+    /// (in-memory) keeps no history and serves its head only. A block
+    /// older than the history is [`StoreError::StateUnavailable`].
+    pub fn state_at(&self, n: u64) -> Result<StateAt<'_>, StoreError> {
+        let oldest = match self.disk() {
+            Some(db) => db.history_from()?,
+            None => self.head(),
+        };
+        if n < oldest {
+            return Err(StoreError::StateUnavailable { block: n, oldest });
+        }
+        Ok(StateAt { store: self, block: n })
+    }
+
+    /// Whether state at `n` is read from memory: only without a database.
+    /// (With one, even the head's state is read through the history: a
+    /// commit may land between a reader's check and its read, and the
+    /// history answers for the block asked, memory for the newest.)
+    fn at_head(&self, _n: u64) -> bool {
+        self.db.is_none()
+    }
+}
+
+impl StateReader for StateAt<'_> {
+    fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
+        if self.store.at_head(self.block) {
+            return self.store.account(address);
+        }
+        match self.store.disk() {
+            Some(db) => db.account_at(address, self.block),
+            None => Err(StoreError::Halted("the store was closed at shutdown".into())),
+        }
+    }
+    fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
+        // Code is never removed: by hash, it is the same at every block.
+        self.store.code(hash)
+    }
+    fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError> {
+        if self.store.at_head(self.block) {
+            return self.store.storage(address, slot);
+        }
+        match self.store.disk() {
+            Some(db) => db.storage_at(address, slot, self.block),
+            None => Err(StoreError::Halted("the store was closed at shutdown".into())),
+        }
+    }
+    fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
+        self.store.block_hash(number)
+    }
 }
 
 impl StateReader for Store {

@@ -30,6 +30,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         sync,
         cache_blocks: 2,
         db_cache_bytes: 16 << 20,
+        history_blocks: 0,
         fail_commit_at: 0,
         diverge_at: 0,
         network: String::new(),

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use alloy_primitives::{Address, Bytes, B256, U256};
 use prost::Message;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+
+use crate::history::{self, AtBlock, HistoryWriter, ACCOUNT_HISTORY, STORAGE_HISTORY};
 use sluice_messages::{
     wire::{self, BlockProto, BlockResultsProto, ChangeSetProto, ReceiptProto},
     ChangeSet, Receipt, SealedBlock,
@@ -111,6 +113,38 @@ fn slot_key(address: &Address, slot: &U256) -> [u8; 52] {
     k
 }
 
+/// How many blocks' history one commit drops at most: a window shortened
+/// on a long chain shrinks over many commits, not in one.
+pub const PRUNE_BLOCKS_PER_COMMIT: u64 = 64;
+
+/// Drops the history of blocks up to `oldest` (the oldest block whose state
+/// stays readable: rows recorded by a block serve reads before it only),
+/// from where the last pruning stopped, and moves `history_from` there.
+fn prune_history(
+    w: &redb::WriteTransaction,
+    history: &mut HistoryWriter<'_>,
+    oldest: u64,
+) -> Result<(), StoreError> {
+    let mut meta = w.open_table(META).map_err(io)?;
+    let from = match meta.get("history_from").map_err(io)? {
+        Some(v) => u64::from_be_bytes(v.value().try_into().map_err(|_| corrupt("meta history_from"))?),
+        None => 0,
+    };
+    if oldest <= from {
+        return Ok(());
+    }
+    let until = oldest.min(from + PRUNE_BLOCKS_PER_COMMIT);
+    let changes = w.open_table(CHANGES).map_err(io)?;
+    for b in from + 1..=until {
+        let Some(bytes) = changes.get(b).map_err(io)? else { continue };
+        let set = ChangeSet::try_from(&wire::decode::<ChangeSetProto>(bytes.value()).map_err(corrupt)?)
+            .map_err(corrupt)?;
+        history.forget(b, &set).map_err(io)?;
+    }
+    meta.insert("history_from", until.to_be_bytes().as_slice()).map_err(io)?;
+    Ok(())
+}
+
 /// The open database.
 pub struct Db {
     db: Database,
@@ -119,6 +153,8 @@ pub struct Db {
     unsynced: u32,
     /// redb found the file not cleanly closed and repaired it at open.
     repaired: bool,
+    /// State history kept, in blocks (0: all).
+    history_blocks: u64,
 }
 
 /// What a data dir held at start.
@@ -150,7 +186,7 @@ impl Db {
             .create(&path)
             .map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
         let repaired = repairing.load(std::sync::atomic::Ordering::Relaxed);
-        let me = Db { db, path, policy, unsynced: 0, repaired };
+        let me = Db { db, path, policy, unsynced: 0, repaired, history_blocks: 0 };
         let stored = me.identity()?;
         match stored {
             None => {
@@ -172,6 +208,16 @@ impl Db {
             ))),
             Some(_) => {
                 let loaded = me.load()?;
+                if me.meta_u64("history_from")?.is_none() {
+                    // Written by a sluice that kept no history: it starts
+                    // at the head this one found.
+                    let w = me.db.begin_write().map_err(io)?;
+                    w.open_table(META)
+                        .map_err(io)?
+                        .insert("history_from", loaded.head.to_be_bytes().as_slice())
+                        .map_err(io)?;
+                    w.commit().map_err(io)?;
+                }
                 Ok((me, Some(loaded)))
             }
         }
@@ -193,7 +239,8 @@ impl Db {
     fn open_existing_at(path: PathBuf) -> Result<(Db, ChainIdentity, u64), StoreError> {
         let db =
             Database::open(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
-        let me = Db { db, path, policy: SyncPolicy::EveryBlock, unsynced: 0, repaired: false };
+        let me =
+            Db { db, path, policy: SyncPolicy::EveryBlock, unsynced: 0, repaired: false, history_blocks: 0 };
         let id = me.identity()?.ok_or_else(|| corrupt("database has no chain identity"))?;
         let head = me.head()?.ok_or_else(|| corrupt("database has no head"))?;
         Ok((me, id, head))
@@ -259,6 +306,8 @@ impl Db {
             m.insert("chain_id", id.chain_id.to_be_bytes().as_slice()).map_err(io)?;
             m.insert("genesis", id.genesis.as_slice()).map_err(io)?;
             m.insert("spec", id.spec.as_bytes()).map_err(io)?;
+            // A new data dir keeps history from genesis on.
+            m.insert("history_from", 0u64.to_be_bytes().as_slice()).map_err(io)?;
             if !id.network.is_empty() {
                 m.insert("network", id.network.as_bytes()).map_err(io)?;
             }
@@ -352,30 +401,59 @@ impl Db {
             let mut accounts = w.open_table(ACCOUNTS).map_err(io)?;
             let mut storage = w.open_table(STORAGE).map_err(io)?;
             let mut codes = w.open_table(CODES).map_err(io)?;
+            let mut history = HistoryWriter {
+                accounts: w.open_table(ACCOUNT_HISTORY).map_err(io)?,
+                storage: w.open_table(STORAGE_HISTORY).map_err(io)?,
+                block: n,
+            };
             for (c, code_hash) in changes.accounts.iter().zip(code_hashes) {
-                if c.deleted || c.storage_cleared {
+                let wiped = c.deleted || c.storage_cleared;
+                if wiped {
+                    // Every slot the account held goes, each recorded as
+                    // it was before this block.
                     let lo = slot_key(&c.address, &U256::ZERO);
                     let hi = slot_key(&c.address, &U256::MAX);
-                    storage.retain_in::<&[u8], _>(lo.as_slice()..=hi.as_slice(), |_, _| false).map_err(io)?;
+                    let gone = storage
+                        .extract_from_if::<&[u8], _>(lo.as_slice()..=hi.as_slice(), |_, _| true)
+                        .map_err(io)?;
+                    for entry in gone {
+                        let (k, v) = entry.map_err(io)?;
+                        let (k, v) = (k.value(), v.value());
+                        if k.len() != 52 || v.len() != 32 {
+                            return Err(corrupt("storage record"));
+                        }
+                        let slot = U256::from_be_slice(&k[20..]);
+                        history.slot(&c.address, &slot, U256::from_be_slice(v), false).map_err(io)?;
+                    }
                 }
                 if c.deleted {
-                    accounts.remove(c.address.as_slice()).map_err(io)?;
+                    let prior = accounts.remove(c.address.as_slice()).map_err(io)?;
+                    history.account(&c.address, prior.as_ref().map(|p| p.value())).map_err(io)?;
                     continue;
                 }
                 if let Some(code) = &c.code {
                     codes.insert(code.hash.as_slice(), code.code.as_ref()).map_err(io)?;
                 }
                 let acct = Account { balance: c.balance, nonce: c.nonce, code_hash: *code_hash };
-                accounts.insert(c.address.as_slice(), encode_account(&acct).as_slice()).map_err(io)?;
+                let prior =
+                    accounts.insert(c.address.as_slice(), encode_account(&acct).as_slice()).map_err(io)?;
+                history.account(&c.address, prior.as_ref().map(|p| p.value())).map_err(io)?;
+                drop(prior);
                 for (slot, value) in &c.storage {
                     let k = slot_key(&c.address, slot);
-                    if value.is_zero() {
-                        storage.remove(k.as_slice()).map_err(io)?;
+                    let prior = if value.is_zero() {
+                        storage.remove(k.as_slice()).map_err(io)?
                     } else {
-                        storage.insert(k.as_slice(), value.to_be_bytes::<32>().as_slice()).map_err(io)?;
-                    }
+                        storage.insert(k.as_slice(), value.to_be_bytes::<32>().as_slice()).map_err(io)?
+                    };
+                    let prior = prior.map_or(U256::ZERO, |p| U256::from_be_slice(p.value()));
+                    history.slot(&c.address, slot, prior, wiped).map_err(io)?;
                 }
             }
+            if self.history_blocks > 0 && n > self.history_blocks {
+                prune_history(&w, &mut history, n - self.history_blocks)?;
+            }
+            drop(history);
             w.open_table(META).map_err(io)?.insert("head", n.to_be_bytes().as_slice()).map_err(io)?;
         }
         w.commit().map_err(io)?;
@@ -415,6 +493,51 @@ impl Db {
             gas_used: results.gas_used,
             app_hash: B256::try_from(results.app_hash.as_slice()).map_err(|_| corrupt("app hash"))?,
         }))
+    }
+
+    /// Keeps state history for the last `blocks` blocks only (0: all):
+    /// each commit then drops the history of the block that left the
+    /// window (up to [`PRUNE_BLOCKS_PER_COMMIT`] at a time, when the window
+    /// was shortened).
+    pub fn keep_history_blocks(&mut self, blocks: u64) {
+        self.history_blocks = blocks;
+    }
+
+    /// The oldest block whose end state can be read (see
+    /// [`crate::history`]).
+    pub fn history_from(&self) -> Result<u64, StoreError> {
+        Ok(self.meta_u64("history_from")?.unwrap_or(0))
+    }
+
+    /// The account `address` at the end of block `n` (at most the head, at
+    /// least [`Db::history_from`]), from one consistent snapshot.
+    pub fn account_at(&self, address: &Address, n: u64) -> Result<Option<Account>, StoreError> {
+        self.read(|r| match history::account_at(r, address, n)? {
+            AtBlock::Changed(None) => Ok(None),
+            AtBlock::Changed(Some(v)) => decode_account(&v).map(Some),
+            AtBlock::Current => {
+                match r.open_table(ACCOUNTS).map_err(io)?.get(address.as_slice()).map_err(io)? {
+                    Some(v) => decode_account(v.value()).map(Some),
+                    None => Ok(None),
+                }
+            }
+        })
+    }
+
+    /// Slot `slot` of `address` at the end of block `n`, as
+    /// [`Db::account_at`].
+    pub fn storage_at(&self, address: &Address, slot: &U256, n: u64) -> Result<U256, StoreError> {
+        self.read(|r| match history::slot_at(r, address, slot, n)? {
+            AtBlock::Changed(v) => Ok(v),
+            AtBlock::Current => {
+                let k = slot_key(address, slot);
+                let table = r.open_table(STORAGE).map_err(io)?;
+                Ok(table
+                    .get(k.as_slice())
+                    .map_err(io)?
+                    .map_or(U256::ZERO, |v| U256::from_be_slice(v.value())))
+            }
+        })
     }
 
     /// A block's change set.

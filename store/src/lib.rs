@@ -12,6 +12,8 @@
 //! - [`db`]: the on-disk database (redb): blocks, results, change sets,
 //!   the hash vault and current state.
 //! - [`state`]: current state in memory.
+//! - [`history`]: each block's priors, so state reads at any retained
+//!   block ([`Store::state_at`]).
 //! - [`overlay`]: executed-but-uncommitted blocks over the store.
 //! - [`apphash`]: the chained blake3 app hash.
 //! - [`genesis`], [`genesis_json`]: genesis allocation, dev and geth-style.
@@ -23,12 +25,15 @@ pub mod db;
 pub mod genesis;
 pub mod genesis_json;
 pub mod guard;
+pub mod history;
 pub mod overlay;
 /// The state-reading interface (the `sluice-state` crate).
 pub use sluice_state as reader;
 pub mod state;
 
-pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, Store, StoredBlock};
+pub use chain::{
+    genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, StateAt, Store, StoredBlock,
+};
 pub use db::SyncPolicy;
 pub use genesis::{Genesis, GenesisAccount};
 pub use overlay::{Layer, Overlay};

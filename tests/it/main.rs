@@ -27,6 +27,7 @@ mod mailbox_bounds_hold;
 mod overload_sheds_and_recovers;
 mod recovery_queue_sheds;
 mod shutdown_drains_pipeline;
+mod state_reads_at_any_block;
 mod store_damage_halts_cleanly;
 mod transfers_reach_receipts;
 mod validator_config_refused;

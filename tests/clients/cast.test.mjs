@@ -3,16 +3,19 @@
 // binary is called directly because the package's node wrapper (bin.mjs)
 // exits 0 even when cast fails.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createRequire } from "node:module";
+import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 
-import { ADDRS, BASE_FEE, CHAIN_ID, DEV_BALANCE, KEYS, RPC_URL, TOKEN, freshAddress } from "./lib.mjs";
+import { ADDRS, BASE_FEE, CHAIN_ID, DEV_BALANCE, KEYS, RPC_URL, TOKEN, freshAddress, sleep, until } from "./lib.mjs";
 
 const arch = { x64: "amd64", arm64: "arm64" }[process.arch];
 const pkg = `@foundry-rs/cast-${process.platform}-${arch}/package.json`;
 const CAST = join(dirname(createRequire(import.meta.url).resolve(pkg)), "bin", "cast");
+const anvilPkg = `@foundry-rs/anvil-${process.platform}-${arch}/package.json`;
+const ANVIL = join(dirname(createRequire(import.meta.url).resolve(anvilPkg)), "bin", "anvil");
 
 // Options go right after the subcommand: `send --create CODE SIG ARGS...`
 // takes everything after CODE as constructor arguments.
@@ -133,4 +136,66 @@ test("cast: errors read as geth's (nonce too low, insufficient funds, revert rea
   const revert = castFails("call", token, "transfer(address,uint256)(bool)", ADDRS[2], "1", "--from", ADDRS[3]);
   assert.match(revert, /execution reverted: SluiceToken: insufficient balance/);
   assert.match(castFails("rpc", "eth_noSuchMethod"), /-32601: the method eth_noSuchMethod does not exist\/is not available/);
+});
+
+test("cast: balance, nonce and call at an older block (--block N) while the chain moves on", () => {
+  const to = freshAddress(21);
+  const first = castJson("send", "--private-key", KEYS[2], to, "--value", "1000");
+  const n = String(big(first.blockNumber));
+  const moved = castJson("send", "--private-key", KEYS[0], token, "transfer(address,uint256)", to, "7");
+  assert.equal(moved.status, "0x1");
+  castJson("send", "--private-key", KEYS[2], to, "--value", "1000");
+  assert.equal(cast("balance", "--block", n, to), "1000");
+  assert.equal(cast("balance", to), "2000");
+  const sentBy = (block) => Number(cast("nonce", "--block", block, ADDRS[2]));
+  // Block n holds the first send; the third came after it.
+  assert.equal(sentBy("latest") - sentBy(n), 1);
+  const balanceOf = (...block) => cast("call", ...block, token, "balanceOf(address)(uint256)", to).split(" ")[0];
+  assert.equal(balanceOf("--block", n), "0");
+  assert.equal(balanceOf(), "7");
+});
+
+test("anvil: --fork-url at a block sluice has since moved past", async () => {
+  const to = freshAddress(22);
+  const r = castJson("send", "--private-key", KEYS[3], to, "--value", "1000");
+  const forkBlock = String(big(r.blockNumber));
+  const port = await new Promise((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+  const anvil = spawn(ANVIL, ["--fork-url", RPC_URL, "--fork-block-number", forkBlock, "--port", String(port), "--silent"], {
+    stdio: "ignore",
+  });
+  const local = `http://127.0.0.1:${port}`;
+  const onAnvil = (sub, ...args) =>
+    execFileSync(CAST, [sub, "--rpc-url", local, ...args], { encoding: "utf8", timeout: 60000, stdio: "pipe" }).trim();
+  try {
+    await until(
+      async () => {
+        try {
+          return onAnvil("chain-id") === String(CHAIN_ID);
+        } catch {
+          return false;
+        }
+      },
+      20000,
+      "anvil to fork sluice",
+    );
+    // sluice moves on: the fork block is an older block now, read at it.
+    castJson("send", "--private-key", KEYS[3], to, "--value", "1000");
+    await sleep(300);
+    assert.equal(onAnvil("balance", to), "1000", "the fork reads sluice's state at its block");
+    assert.equal(onAnvil("code", token), TOKEN.deployedBytecode, "contract code at the fork block");
+    const holder = onAnvil("call", token, "balanceOf(address)(uint256)", ADDRS[1]).split(" ")[0];
+    assert.equal(holder, "500", "contract storage at the fork block");
+    // A transaction on the fork; sluice is untouched by it.
+    const sent = JSON.parse(onAnvil("send", "--json", "--private-key", KEYS[3], to, "--value", "5"));
+    assert.equal(sent.status, "0x1");
+    assert.equal(onAnvil("balance", to), "1005");
+    assert.equal(cast("balance", to), "2000");
+  } finally {
+    anvil.kill();
+  }
 });

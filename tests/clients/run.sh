@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client compatibility suite: foundry's cast, ethers v6, viem and web3.py
+# Client compatibility suite: foundry's cast and anvil (forking sluice), ethers v6, viem and web3.py
 # drive a real sluice node, unchanged, over HTTP and WebSocket.
 #
 #   bash tests/clients/run.sh            build sluice (debug), install the

@@ -143,11 +143,9 @@ pub async fn begin(state: &Admission, raw: Bytes) -> Begun {
         if !state.accepting.load(Ordering::Acquire) {
             return Err(TxError::Unavailable("node is shutting down"));
         }
-        if state.store.halted().is_some() {
+        if let Some(reason) = state.store.halted() {
             // Nothing admitted now could ever be committed.
-            return Err(TxError::Unavailable(
-                "store halted after a failure (see the node log); writes stopped",
-            ));
+            return Err(TxError::StoreHalted(reason));
         }
         // A full pool refuses before the expensive part: recovering senders
         // only to refuse their transactions would take the CPU the pipeline

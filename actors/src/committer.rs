@@ -45,7 +45,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{CommitMsg, NonceMsg, SenderProgress},
-    supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
+    supervise::{report_abandoned, report_lost, run_blocking, Inject, Stage, Supervisor},
 };
 
 /// The store commit actor.
@@ -183,6 +183,7 @@ impl Stage for Committer {
                     tracing::error!(number, error = %e, "commit failed; the node stops producing and executing");
                     self.store.halt(e.to_string());
                     metrics::gauge!(m::STORE_HALTED).set(1.0);
+                    report_lost(&self.pending, &format!("commit of block {number} failed: {e}"));
                     return Ok(());
                 }
             }
@@ -208,8 +209,8 @@ impl Stage for Committer {
             return;
         }
         let b = &msg.block;
-        let hashes = b.receipts.iter().map(|r| r.tx_hash).chain(b.skipped.iter().map(|(h, _)| *h));
-        report_dropped(b.block.header.number, hashes, m::DROP_HALTED);
+        report_abandoned("committer", b.block.header.number, b.receipts.len() + b.skipped.len());
+        report_lost(&self.pending, "the store halted");
     }
 
     fn supervisor(&mut self) -> &mut Supervisor {

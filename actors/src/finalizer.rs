@@ -34,7 +34,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{CommitMsg, ExecuteMsg, SenderProgress},
-    supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
+    supervise::{report_abandoned, run_blocking, Inject, Stage, Supervisor},
 };
 
 /// The finalizer actor.
@@ -216,8 +216,7 @@ impl Stage for Finalizer {
     }
 
     fn abandon(&mut self, msg: &ExecuteMsg) {
-        let hashes = msg.block.txs.iter().map(|t| t.hash());
-        report_dropped(msg.block.block.header.number, hashes, m::DROP_HALTED);
+        report_abandoned("finalizer", msg.block.block.header.number, msg.block.txs.len());
     }
 
     fn supervisor(&mut self) -> &mut Supervisor {

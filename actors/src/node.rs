@@ -346,7 +346,7 @@ impl Node {
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;
-        spawn_sampler(probes, counters, Arc::clone(&store));
+        spawn_sampler(probes, counters, Arc::clone(&store), Arc::clone(&rpc.pending));
         tracing::info!(%rpc_addr, chain_id = cfg.chain.chain_id, accounts = genesis.alloc.len(), "sluice node started");
         let node = Node {
             rpc_addr,
@@ -428,7 +428,15 @@ fn install_faults(cfg: &Config, store: &Arc<Store>) -> Result<(), NodeError> {
 }
 
 /// Samples mailbox depths and pool occupancy into gauges once a second.
-fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: Arc<Store>) {
+/// While the store is halted it also reports every admitted transaction
+/// lost (whatever halted it: a failed commit, a damaged read, supervision),
+/// including any admitted in the race with the halt.
+fn spawn_sampler(
+    probes: Vec<MailboxProbe>,
+    counters: Arc<PoolCounters>,
+    store: Arc<Store>,
+    pending: Arc<PendingTxs>,
+) {
     let process = metrics_process::Collector::new(m::PROCESS_PREFIX);
     process.describe();
     actix_rt::spawn(async move {
@@ -446,6 +454,9 @@ fn spawn_sampler(probes: Vec<MailboxProbe>, counters: Arc<PoolCounters>, store: 
             // the store from an RPC call, which has no one else to tell.
             if let (Some(reason), false) = (&halted, was_halted) {
                 tracing::error!(%reason, "the store halted: writes stopped, reads of memory go on");
+            }
+            if let Some(reason) = &halted {
+                crate::supervise::report_lost(&pending, reason);
             }
             was_halted = halted.is_some();
             metrics::gauge!(m::STORE_HALTED).set(if was_halted { 1.0 } else { 0.0 });

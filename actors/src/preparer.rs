@@ -23,7 +23,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{ExecuteMsg, PrepareMsg},
-    supervise::{report_dropped, run_blocking, Inject, Stage, Supervisor},
+    supervise::{report_abandoned, run_blocking, Inject, Stage, Supervisor},
 };
 
 /// The preparation actor.
@@ -115,8 +115,7 @@ impl Stage for Preparer {
     }
 
     fn abandon(&mut self, msg: &PrepareMsg) {
-        let hashes = msg.block.txs.iter().map(|raw| sluice_messages::keccak256(raw));
-        report_dropped(msg.block.header.number, hashes, m::DROP_HALTED);
+        report_abandoned("preparer", msg.block.header.number, msg.block.txs.len());
     }
 
     fn supervisor(&mut self) -> &mut Supervisor {

@@ -69,11 +69,15 @@ impl ShardActor {
 
     /// Gives up on an admitted transaction, saying why.
     fn lose(&mut self, tx: RecoveredTx, reason: &'static str) {
-        tracing::error!(shard = self.index, tx = %tx.hash, sender = %tx.sender, nonce = tx.nonce(), reason, "admitted transaction dropped");
-        metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(1);
         self.counters.release(1, tx.raw.len());
-        if let Some((pending, nonce)) = &self.lost {
-            pending.remove(&tx.hash);
+        // Reported once: a halt's sweep of the in-flight index may have
+        // reported it already.
+        let first = self.lost.as_ref().is_none_or(|(pending, _)| pending.remove_sender(&tx.hash).is_some());
+        if first {
+            tracing::error!(shard = self.index, tx = %tx.hash, sender = %tx.sender, nonce = tx.nonce(), reason, "admitted transaction dropped");
+            metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(1);
+        }
+        if let Some((_, nonce)) = &self.lost {
             // Never wait on the nonce actor (it waits on us); a missed
             // notice only leaves the sender's book to resync at execution.
             let _ = nonce.offer(NonceMsg::Dropped { address: tx.sender, nonce: tx.nonce() });

@@ -115,19 +115,28 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Reports admitted transactions given up on: each hash logged with the
-/// reason and the block, and counted in `sluice_txs_dropped_total`.
-pub fn report_dropped(
-    number: u64,
-    hashes: impl Iterator<Item = alloy_primitives::B256>,
-    reason: &'static str,
-) {
-    let mut n = 0u64;
-    for tx in hashes {
-        tracing::error!(number, %tx, reason, "admitted transaction dropped");
-        n += 1;
+/// A stage gave up on block `number` of `txs` transactions because the
+/// node halted.
+pub fn report_abandoned(stage: &'static str, number: u64, txs: usize) {
+    // Each admitted transaction in it is reported lost by hash, once, by
+    // `report_lost` (the in-flight index holds them all, wherever they
+    // were in the pipeline); those another validator proposed were never
+    // this node's to report.
+    tracing::warn!(stage, number, txs, "block abandoned: the node halted");
+}
+
+/// The node halted (`why`): every admitted, uncommitted transaction is
+/// lost. Each is taken out of the in-flight index (so
+/// `eth_getTransactionByHash` answers null, not pending), logged with its
+/// hash and counted in `sluice_txs_dropped_total{reason="halted"}`, once.
+/// Returns how many.
+pub fn report_lost(pending: &sluice_txpool::PendingTxs, why: &str) -> usize {
+    let lost = pending.drain();
+    for tx in &lost {
+        tracing::error!(tx = %tx.hash, sender = %tx.sender, nonce = tx.nonce(), why, "admitted transaction lost: the node halted before committing it");
     }
-    metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(n);
+    metrics::counter!(m::TXS_DROPPED, "reason" => m::DROP_HALTED).increment(lost.len() as u64);
+    lost.len()
 }
 
 /// Whether a failed message may be retried.

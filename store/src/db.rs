@@ -77,8 +77,17 @@ impl ChainIdentity {
     }
 }
 
+/// redb's own I/O errors read "I/O error: ..."; the variant says I/O
+/// already, so the cause (e.g. "No space left on device") comes right
+/// after it, once.
 fn io(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Io(e.to_string())
+    io_error(e)
+}
+
+/// See [`io`] (for the other modules of this crate).
+pub(crate) fn io_error(e: impl std::fmt::Display) -> StoreError {
+    let message = e.to_string();
+    StoreError::Io(message.strip_prefix("I/O error: ").map_or_else(|| message.clone(), str::to_owned))
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {

@@ -159,7 +159,7 @@ pub(crate) fn slot_at(
 }
 
 fn io(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Io(e.to_string())
+    crate::db::io_error(e)
 }
 
 #[cfg(test)]

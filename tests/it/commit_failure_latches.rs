@@ -1,6 +1,8 @@
 //! A failed commit is never silent: block production and execution stop,
-//! reads keep working, admission refuses, the error shows in logs and
-//! metrics, and the node exits non-zero on shutdown.
+//! reads keep working, admission refuses naming the cause, every admitted
+//! transaction that can no longer be committed is reported lost by hash
+//! (and answers null, not pending), the error shows in logs and metrics,
+//! and the node exits non-zero on shutdown.
 
 use std::time::{Duration, Instant};
 
@@ -33,10 +35,22 @@ fn injected_commit_failure_halts_writes_but_not_reads() {
     assert_eq!(parse_u64(&node.ok("eth_blockNumber", json!([]))), 1);
     assert_eq!(node.balance(to), alloy_primitives::U256::from(1));
     assert!(node.ok("eth_getTransactionReceipt", json!([second])).is_null());
-    // Nothing new is accepted.
+    // The transaction of the failed block is reported lost, once, and is
+    // no longer answered as pending.
+    assert!(node.ok("eth_getTransactionByHash", json!([second])).is_null());
+    assert_eq!(node.metric("sluice_txs_dropped_total{reason=\"halted\"}"), Some(1.0));
+    assert!(node.log().contains(&format!("{second}")), "the lost hash is logged:\n{}", node.log());
+    // Nothing new is accepted, and the refusal names the cause.
     let e = node.send(&transfer(&dev(1), 0, to, 1)).unwrap_err();
     assert_eq!(e["code"], -32603);
-    assert!(e["message"].as_str().unwrap().contains("store halted"), "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("store halted: storage I/O error: injected commit failure at height 2"), "{e}");
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        node.metric("sluice_txs_dropped_total{reason=\"halted\"}"),
+        Some(1.0),
+        "the halt's sweeps report each transaction once"
+    );
     assert!(node.log().contains("injected commit failure at height 2"), "{}", node.log());
     let status = node.terminate();
     assert!(!status.success(), "a halted node exits non-zero");

@@ -148,6 +148,10 @@ pub enum TxError {
     /// pipeline stage stopped). Nothing was admitted.
     #[error("transaction admission unavailable: {0}")]
     Unavailable(&'static str),
+    /// The store halted (the reason: a failed commit, damage): nothing
+    /// admitted now could be committed.
+    #[error("transaction admission unavailable: store halted: {0}; writes stopped")]
+    StoreHalted(String),
 }
 
 impl TxError {
@@ -160,7 +164,7 @@ impl TxError {
     pub fn rpc_code(&self) -> i64 {
         match self {
             TxError::TxPoolFull => -32003,
-            TxError::Unavailable(_) => -32603,
+            TxError::Unavailable(_) | TxError::StoreHalted(_) => -32603,
             _ => -32000,
         }
     }
@@ -189,7 +193,7 @@ impl TxError {
             TxError::SenderLimit { .. } => "sender_limit",
             TxError::InsufficientFunds { .. } => "insufficient_funds",
             TxError::SenderNotEoa(_) => "sender_not_eoa",
-            TxError::Unavailable(_) => "unavailable",
+            TxError::Unavailable(_) | TxError::StoreHalted(_) => "unavailable",
         }
     }
 }

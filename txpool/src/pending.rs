@@ -51,6 +51,16 @@ impl PendingTxs {
         self.shard(hash).lock().remove(hash).map(|tx| tx.sender)
     }
 
+    /// Takes every in-flight transaction out (the node halted: none of
+    /// them can be committed any more).
+    pub fn drain(&self) -> Vec<RecoveredTx> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            out.extend(shard.lock().drain().map(|(_, tx)| tx));
+        }
+        out
+    }
+
     /// Each in-flight transaction's sender and nonce (to rebuild the nonce
     /// book after a restart).
     pub fn senders_and_nonces(&self) -> Vec<(alloy_primitives::Address, u64)> {

@@ -115,6 +115,15 @@ impl Pipeline for Admission {
         })
     }
 
+    fn status(&self) -> BoxFuture<'_, Result<(u64, u64), RpcError>> {
+        Box::pin(async move {
+            let stopped = || RpcError::new(sluice_rpc::error::SERVER_ERROR, "admission stopped");
+            let (reply, rx) = oneshot::channel();
+            self.nonce.send(NonceMsg::Status { reply }).await.map_err(|_| stopped())?;
+            rx.await.map_err(|_| stopped())
+        })
+    }
+
     fn debug(&self, method: &str, params: Option<&Value>) -> Result<Value, RpcError> {
         faults::debug_rpc(method, params)
     }

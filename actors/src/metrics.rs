@@ -52,6 +52,14 @@ pub const TXS_DROPPED: &str = "sluice_txs_dropped_total";
 pub const DROP_FAULT: &str = "fault_drop";
 /// `reason` of [`TXS_DROPPED`]: the node halted before they were committed.
 pub const DROP_HALTED: &str = "halted";
+/// `reason` of [`TXS_DROPPED`]: held for a nonce gap longer than
+/// `mempool.future_tx_lifetime_ms`.
+pub const DROP_FUTURE_EXPIRED: &str = "future_expired";
+/// `reason` of [`TXS_DROPPED`]: held for a nonce gap that another
+/// transaction filled, or refused when its gap filled (funds, limits).
+pub const DROP_FUTURE_REFUSED: &str = "future_refused";
+/// Transactions held for a nonce gap.
+pub const MEMPOOL_FUTURE_TXS: &str = "sluice_mempool_future_txs";
 /// `reason` of [`TXS_DROPPED`]: a failed proposal's transactions found the
 /// producer's mailbox full (or closed) on their way back to the mempool.
 pub const DROP_RESTORE_REFUSED: &str = "restore_refused";
@@ -180,6 +188,7 @@ fn describe() {
     describe_counter!(TX_ADMISSION, "Transactions offered to admission, by result");
     describe_histogram!(NONCE_RESERVE_SECONDS, Unit::Seconds, "Time from submission to nonce reservation");
     describe_gauge!(MEMPOOL_TXS, "Transactions waiting in the mempool");
+    describe_gauge!(MEMPOOL_FUTURE_TXS, "Transactions held for a nonce gap (queued)");
     describe_gauge!(MEMPOOL_BYTES, Unit::Bytes, "Raw bytes waiting in the mempool");
     describe_gauge!(MEMPOOL_SHARD_TXS, "Transactions waiting per mempool shard");
     describe_gauge!(NONCE_SENDERS, "Senders with admitted, unexecuted transactions");

@@ -315,6 +315,11 @@ impl Node {
                 shards: shard_txs,
                 producer: producer_tx.clone(),
                 max_txs_per_sender: cfg.mempool.max_txs_per_sender,
+                future: sluice_txpool::FutureLimits {
+                    per_sender: cfg.mempool.max_future_txs_per_sender as usize,
+                    total: cfg.mempool.max_future_txs as usize,
+                    lifetime: Duration::from_millis(cfg.mempool.future_tx_lifetime_ms),
+                },
                 max_block_txs: cfg.producer.max_block_txs as u64,
             };
             NonceActor::start_in_arbiter(&light.handle(), move |_| NonceActor::new(deps, nonce_rx));

@@ -3,7 +3,9 @@
 //! Owns every sender's next nonce ([`NonceBook`]). A transaction is admitted
 //! only if its nonce is the sender's next one (gapless), its sender can pay
 //! its maximum cost, and the mempool has room; it then goes to its sender's
-//! shard. Everything expensive (decoding, sender recovery, reading the
+//! shard. One whose nonce is higher is held ([`FutureQueue`], bounded like
+//! geth's queue) and admitted the same way once the gap fills: after the
+//! reservation before it, or a block that moved the sender's nonce. Everything expensive (decoding, sender recovery, reading the
 //! committed account) happens before a message reaches this actor, so the
 //! serialized part is a few hash-map operations.
 //!
@@ -20,7 +22,9 @@ use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use actix::prelude::*;
 use sluice_store::{StateReader, Store};
-use sluice_txpool::{check_funds, NonceBook, PoolCounters, PreparedTxCache, TxError};
+use sluice_txpool::{
+    check_funds, FutureLimits, FutureQueue, NonceBook, PoolCounters, PreparedTxCache, TxError,
+};
 
 use sluice_txpool::PendingTxs;
 
@@ -43,6 +47,9 @@ pub struct NonceActor {
     producer: MailboxSender<ProducerMsg>,
     max_txs_per_sender: u32,
     max_block_txs: u64,
+    /// Held for a nonce gap, and its bounds.
+    future: FutureQueue,
+    future_limits: FutureLimits,
     /// Highest committed height reported by store commit.
     seen_height: u64,
     rx: Option<MailboxReceiver<NonceMsg>>,
@@ -74,6 +81,8 @@ pub struct NonceDeps {
     pub max_txs_per_sender: u32,
     /// Transactions that make a full block.
     pub max_block_txs: u64,
+    /// Bounds of the transactions held for a nonce gap.
+    pub future: FutureLimits,
 }
 
 impl NonceActor {
@@ -90,6 +99,8 @@ impl NonceActor {
             producer: deps.producer,
             max_txs_per_sender: deps.max_txs_per_sender,
             max_block_txs: deps.max_block_txs,
+            future: FutureQueue::new(),
+            future_limits: deps.future,
             seen_height,
             rx: Some(rx),
             metrics: ActorMetrics::new("nonce"),
@@ -161,27 +172,94 @@ impl NonceActor {
         }
     }
 
-    /// Checks and reserves; on success the transaction is counted in the
-    /// pool and must be forwarded.
+    /// Checks and reserves; on `Reserved` the transaction is counted in the
+    /// pool and must be forwarded; `Held` waits for its nonce gap.
     fn admit(
         &mut self,
         tx: &sluice_messages::RecoveredTx,
         committed: CommittedAccount,
-    ) -> Result<(), TxError> {
-        if self.pending.contains(&tx.hash) {
+    ) -> Result<Admitted, TxError> {
+        if self.pending.contains(&tx.hash) || self.future.contains(&tx.sender, tx.nonce(), &tx.hash) {
             return Err(TxError::AlreadyKnown);
         }
         let committed = self.fresh_account(committed, &tx.sender);
         check_funds(tx, committed.balance)?;
-        self.book.reserve(tx.sender, tx.nonce(), committed.nonce, self.max_txs_per_sender)?;
+        match self.book.reserve(tx.sender, tx.nonce(), committed.nonce, self.max_txs_per_sender) {
+            Err(TxError::NonceTooHigh { .. }) if self.future_limits.per_sender > 0 => {
+                self.future.hold(tx.clone(), &self.future_limits, Instant::now())?;
+                metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
+                return Ok(Admitted::Held);
+            }
+            reserved => reserved?,
+        }
         if let Err(e) = self.counters.try_acquire(tx.raw.len()) {
             self.book.unreserve(&tx.sender, tx.nonce());
             return Err(e);
         }
         self.pending.insert(tx.clone());
         self.cache.insert(tx);
-        Ok(())
+        Ok(Admitted::Reserved)
     }
+
+    /// Admits what was held for `sender` now that its gap may have filled
+    /// (its next nonce is the book's, or the committed one), in nonce
+    /// order; drops and reports what can no longer apply.
+    fn promote(&mut self, sender: &alloy_primitives::Address, ctx: &mut Context<Self>) {
+        if self.future.is_empty() {
+            return;
+        }
+        loop {
+            let next = match self.book.next_nonce(sender) {
+                Some(next) => next,
+                None => self.store.account(sender).ok().flatten().map_or(0, |a| a.nonce),
+            };
+            let stale = self.future.stale(sender, next);
+            report_future(&stale, m::DROP_FUTURE_REFUSED, "its nonce was taken by another transaction");
+            let Some(tx) = self.future.promote(sender, next) else { break };
+            let height = self.store.head();
+            let account = self.store.account(sender).ok().flatten().unwrap_or_default();
+            let committed = CommittedAccount { height, nonce: account.nonce, balance: account.balance };
+            match self.admit(&tx, committed) {
+                Ok(Admitted::Reserved) => self.forward(tx, None, ctx),
+                Ok(Admitted::Held) => break,
+                Err(e) => {
+                    report_future(std::slice::from_ref(&tx), m::DROP_FUTURE_REFUSED, &e.to_string());
+                    break;
+                }
+            }
+        }
+        metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
+    }
+
+    /// Drops and reports what waited for its gap past the lifetime.
+    fn expire(&mut self) {
+        if self.future.is_empty() {
+            return;
+        }
+        let expired = self.future.expire(&self.future_limits, Instant::now());
+        report_future(
+            &expired,
+            m::DROP_FUTURE_EXPIRED,
+            "held for a nonce gap past mempool.future_tx_lifetime_ms",
+        );
+        metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
+    }
+}
+
+/// How an admission ended.
+enum Admitted {
+    /// Reserved: forward it to its shard.
+    Reserved,
+    /// Held for a nonce gap.
+    Held,
+}
+
+/// Logs and counts held transactions dropped (never silently).
+fn report_future(txs: &[sluice_messages::RecoveredTx], reason: &'static str, why: &str) {
+    for tx in txs {
+        tracing::warn!(tx = %tx.hash, sender = %tx.sender, nonce = tx.nonce(), why, "held transaction dropped");
+    }
+    metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(txs.len() as u64);
 }
 
 impl Actor for NonceActor {
@@ -205,20 +283,43 @@ impl NonceActor {
         reply: tokio::sync::oneshot::Sender<Result<(), TxError>>,
         ctx: &mut Context<Self>,
     ) {
-        if let Err(e) = self.admit(&tx, committed) {
-            let _ = reply.send(Err(e));
-            return;
+        match self.admit(&tx, committed) {
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+            Ok(Admitted::Held) => {
+                let _ = reply.send(Ok(()));
+                return;
+            }
+            Ok(Admitted::Reserved) => {}
         }
         metrics::histogram!(m::NONCE_RESERVE_SECONDS).record(received.elapsed().as_secs_f64());
+        let sender = tx.sender;
+        self.forward(tx, Some(reply), ctx);
+        self.promote(&sender, ctx);
+    }
+
+    /// Hands a reserved transaction to its shard, waiting for room (and
+    /// taking no other message meanwhile); answers `reply` once it is there.
+    fn forward(
+        &mut self,
+        tx: sluice_messages::RecoveredTx,
+        reply: Option<tokio::sync::oneshot::Sender<Result<(), TxError>>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let answer = move |res: Result<(), TxError>| {
+            if let Some(reply) = reply {
+                let _ = reply.send(res);
+            }
+        };
         if self.counters.len() >= self.max_block_txs {
             // A lost wake-up only delays the block to the next tick.
             let _ = self.producer.offer(ProducerMsg::Wake);
         }
         let shard = self.shards[Self::shard_of(&tx.sender, self.shards.len())].clone();
         match shard.offer(ShardMsg::Insert { tx }) {
-            Ok(()) => {
-                let _ = reply.send(Ok(()));
-            }
+            Ok(()) => answer(Ok(())),
             Err(SendError::Full(msg)) => {
                 // Backpressure: stop taking admissions until the
                 // shard has room.
@@ -226,14 +327,12 @@ impl NonceActor {
                     async move {
                         let res =
                             shard.send(msg).await.map_err(|_| TxError::Unavailable("mempool shard stopped"));
-                        let _ = reply.send(res);
+                        answer(res);
                     }
                     .into_actor(self),
                 );
             }
-            Err(SendError::Closed(_)) => {
-                let _ = reply.send(Err(TxError::Unavailable("mempool shard stopped")));
-            }
+            Err(SendError::Closed(_)) => answer(Err(TxError::Unavailable("mempool shard stopped"))),
         }
     }
 
@@ -255,10 +354,16 @@ impl NonceActor {
             }
             NonceMsg::Executed { height, senders } => {
                 if height > self.rebuilt_through {
-                    for s in senders {
+                    for s in &senders {
                         self.book.executed(&s.address, s.count, s.nonce);
                     }
                 }
+                // A block may have filled a held transaction's gap (or
+                // taken its nonce).
+                for s in &senders {
+                    self.promote(&s.address, ctx);
+                }
+                self.expire();
                 self.seen_height = self.seen_height.max(height);
                 metrics::gauge!(m::NONCE_SENDERS).set(self.book.len() as f64);
             }
@@ -269,6 +374,9 @@ impl NonceActor {
                 if !self.book.unreserve(&address, nonce) {
                     self.book.executed(&address, 1, nonce);
                 }
+            }
+            NonceMsg::Status { reply } => {
+                let _ = reply.send((self.counters.len(), self.future.len() as u64));
             }
             NonceMsg::PendingNonce { address, reply } => {
                 let _ = reply.send(self.book.next_nonce(&address));

@@ -60,6 +60,12 @@ pub enum NonceMsg {
         /// Its nonce.
         nonce: u64,
     },
+    /// How many transactions are waiting: in the mempool, and held for a
+    /// nonce gap (`txpool_status`).
+    Status {
+        /// `(pending, queued)`.
+        reply: oneshot::Sender<(u64, u64)>,
+    },
     /// The next nonce a sender can use (`eth_getTransactionCount pending`).
     PendingNonce {
         /// The sender.

@@ -127,6 +127,9 @@ impl Default for Config {
                 max_txs: 50_000,
                 max_bytes: 64 * 1024 * 1024,
                 max_txs_per_sender: 1024,
+                max_future_txs_per_sender: 64,
+                max_future_txs: 1024,
+                future_tx_lifetime_ms: 3 * 3600 * 1000,
                 max_tx_size_bytes: 128 * 1024,
             },
             producer: ProducerConfig {

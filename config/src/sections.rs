@@ -125,6 +125,14 @@ pub struct MempoolConfig {
     pub max_bytes: usize,
     /// Transactions of one sender admitted but not executed.
     pub max_txs_per_sender: u32,
+    /// Transactions of one sender held for a nonce gap (geth: 64); 0
+    /// refuses a nonce above the sender's next one instead.
+    pub max_future_txs_per_sender: u32,
+    /// Transactions held for nonce gaps, in all (geth: 1,024).
+    pub max_future_txs: u32,
+    /// How long a held transaction waits for its gap to fill before it is
+    /// dropped and reported (geth: 3 h).
+    pub future_tx_lifetime_ms: u64,
     /// Largest raw transaction.
     pub max_tx_size_bytes: usize,
 }

@@ -12,7 +12,8 @@ use serde::Serialize;
 pub enum ErrorClass {
     /// `txpool is full` (-32003): the node sheds load.
     TxpoolFull,
-    /// `nonce too high`: a gap (sluice refuses what anvil would queue).
+    /// `nonce too high`: a gap the node would not hold (sluice holds up to
+    /// `mempool.max_future_txs_per_sender` per sender, as geth queues).
     NonceTooHigh,
     /// `nonce too low`.
     NonceTooLow,

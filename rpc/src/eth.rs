@@ -52,6 +52,7 @@ const METHODS: &[&str] = &[
     "eth_getTransactionReceipt",
     "eth_getBlockReceipts",
     "eth_getLogs",
+    "txpool_status",
     "eth_subscribe",
     "eth_unsubscribe",
     "debug_setFailpoint",
@@ -177,6 +178,10 @@ pub async fn dispatch(
             Ok(find_block(s, p.block(0)?)?.map_or(Value::Null, |b| format::receipts(&b)))
         }
         "eth_getLogs" => super::logs::get_logs(s, p.req(0)?),
+        "txpool_status" => {
+            let (pending, queued) = s.pipeline.status().await?;
+            Ok(json!({"pending": hex_u64(pending), "queued": hex_u64(queued)}))
+        }
         m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p),
         // Unknown unless faults.debug_rpc is on (loopback only).
         m if m.starts_with("debug_") => s.pipeline.debug(m, params),

@@ -35,6 +35,10 @@ pub trait Pipeline: Send + Sync {
     /// transactions; `None` when it has none in flight.
     fn pending_nonce(&self, address: Address) -> BoxFuture<'_, Result<Option<u64>, RpcError>>;
 
+    /// Transactions waiting: `(pending, queued)`, the mempool's and those
+    /// held for a nonce gap (`txpool_status`).
+    fn status(&self) -> BoxFuture<'_, Result<(u64, u64), RpcError>>;
+
     /// A `debug_` method (fault injection), or method-not-found.
     fn debug(&self, method: &str, params: Option<&Value>) -> Result<Value, RpcError>;
 }

@@ -21,6 +21,7 @@ mod fault_fuzz_fallback;
 mod fault_hostile_input_refused;
 mod fault_slow_stage_keeps_heights_unique;
 mod filters_poll_changes;
+mod future_nonces_wait_for_their_gap;
 mod idle_chain_seals_empty_blocks;
 mod json_rpc_framing;
 mod mailbox_bounds_hold;

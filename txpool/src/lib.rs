@@ -41,6 +41,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod future;
 pub mod nonce;
 pub mod pending;
 pub mod pool;
@@ -52,6 +53,7 @@ pub mod dev_accounts;
 
 pub use cache::{hash_batch, keccak, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
 pub use error::TxError;
+pub use future::{FutureLimits, FutureQueue};
 pub use nonce::NonceBook;
 pub use pending::PendingTxs;
 pub use pool::{MempoolShard, PoolCounters};

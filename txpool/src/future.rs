@@ -1,0 +1,219 @@
+//! Transactions held for a nonce gap: geth's "queued" transactions.
+//!
+//! A transaction whose nonce is above its sender's next one cannot be
+//! reserved yet (reservation into the mempool stays gapless, see
+//! [`crate::NonceBook`]). Deploy tools send a script's transactions with
+//! several in flight, so one can overtake another on the way; geth, reth
+//! and anvil hold such a transaction and promote it when the gap fills.
+//! So does this queue, bounded as geth bounds its queue: per sender
+//! (`mempool.max_future_txs_per_sender`, geth 64), in all
+//! (`mempool.max_future_txs`, geth 1,024), and in time
+//! (`mempool.future_tx_lifetime_ms`, geth 3 h), after which a held
+//! transaction is dropped and reported.
+//!
+//! Plain data, no clock of its own: the caller passes `now`.
+
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
+
+use alloy_primitives::{map::AddressMap, Address, B256};
+use sluice_messages::RecoveredTx;
+
+use crate::error::TxError;
+
+/// The queue's bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct FutureLimits {
+    /// Held transactions per sender.
+    pub per_sender: usize,
+    /// Held transactions in all.
+    pub total: usize,
+    /// How long one may wait for its gap to fill.
+    pub lifetime: Duration,
+}
+
+/// One held transaction and when it arrived.
+#[derive(Debug, Clone)]
+struct Held {
+    tx: RecoveredTx,
+    since: Instant,
+}
+
+/// Future-nonce transactions by sender and nonce.
+#[derive(Debug, Default)]
+pub struct FutureQueue {
+    senders: AddressMap<BTreeMap<u64, Held>>,
+    len: usize,
+}
+
+impl FutureQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Holds `tx` (its nonce is above its sender's next one). A
+    /// transaction with the same sender and nonce replaces the held one
+    /// (the sender re-sent it); a full queue refuses with `txpool is full`,
+    /// a sender at its limit with the sender-limit error.
+    pub fn hold(&mut self, tx: RecoveredTx, limits: &FutureLimits, now: Instant) -> Result<(), TxError> {
+        let nonce = tx.nonce();
+        let held = self.senders.get(&tx.sender).map_or(0, BTreeMap::len);
+        let replaces = self.senders.get(&tx.sender).is_some_and(|m| m.contains_key(&nonce));
+        if !replaces {
+            if held >= limits.per_sender {
+                let limit = u32::try_from(limits.per_sender).unwrap_or(u32::MAX);
+                return Err(TxError::SenderLimit { in_flight: limit, limit });
+            }
+            if self.len >= limits.total {
+                return Err(TxError::TxPoolFull);
+            }
+            self.len += 1;
+        }
+        self.senders.entry(tx.sender).or_default().insert(nonce, Held { tx, since: now });
+        Ok(())
+    }
+
+    /// Takes the held transaction of `sender` with nonce `next`, if any:
+    /// its gap filled.
+    pub fn promote(&mut self, sender: &Address, next: u64) -> Option<RecoveredTx> {
+        let held = self.senders.get_mut(sender)?;
+        let tx = held.remove(&next)?.tx;
+        if held.is_empty() {
+            self.senders.remove(sender);
+        }
+        self.len -= 1;
+        Some(tx)
+    }
+
+    /// Drops the held transactions of `sender` below `next` (their nonce
+    /// was taken by another transaction) and answers them.
+    pub fn stale(&mut self, sender: &Address, next: u64) -> Vec<RecoveredTx> {
+        let Some(held) = self.senders.get_mut(sender) else { return Vec::new() };
+        let keep = held.split_off(&next);
+        let gone: Vec<RecoveredTx> = std::mem::replace(held, keep).into_values().map(|h| h.tx).collect();
+        if held.is_empty() {
+            self.senders.remove(sender);
+        }
+        self.len -= gone.len();
+        gone
+    }
+
+    /// Drops and answers every transaction held longer than the lifetime.
+    pub fn expire(&mut self, limits: &FutureLimits, now: Instant) -> Vec<RecoveredTx> {
+        let mut gone = Vec::new();
+        self.senders.retain(|_, held| {
+            held.retain(|_, h| {
+                let keep = now.saturating_duration_since(h.since) < limits.lifetime;
+                if !keep {
+                    gone.push(h.tx.clone());
+                }
+                keep
+            });
+            !held.is_empty()
+        });
+        self.len -= gone.len();
+        gone
+    }
+
+    /// Whether a transaction with this hash is held.
+    pub fn contains(&self, sender: &Address, nonce: u64, hash: &B256) -> bool {
+        self.senders.get(sender).and_then(|m| m.get(&nonce)).is_some_and(|h| h.tx.hash == *hash)
+    }
+
+    /// The held transaction with this hash, if any (a scan: lookups by
+    /// hash are rare, the queue is small).
+    pub fn get(&self, hash: &B256) -> Option<&RecoveredTx> {
+        self.senders.values().flat_map(BTreeMap::values).map(|h| &h.tx).find(|tx| tx.hash == *hash)
+    }
+
+    /// Every held transaction, by sender then nonce.
+    pub fn iter(&self) -> impl Iterator<Item = &RecoveredTx> {
+        self.senders.values().flat_map(BTreeMap::values).map(|h| &h.tx)
+    }
+
+    /// Transactions held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+    use alloy_primitives::{Bytes, TxKind, U256};
+
+    use super::*;
+
+    fn tx(sender: u8, nonce: u64) -> RecoveredTx {
+        let t = TxEip1559 {
+            chain_id: 1,
+            nonce,
+            gas_limit: 21_000,
+            to: TxKind::Call(Address::ZERO),
+            ..Default::default()
+        };
+        let signed = t.into_signed(alloy_primitives::Signature::new(U256::from(1), U256::from(1), false));
+        let hash = B256::repeat_byte(nonce as u8 ^ sender);
+        RecoveredTx {
+            hash,
+            raw: Bytes::new(),
+            tx: TxEnvelope::Eip1559(signed),
+            sender: Address::repeat_byte(sender),
+        }
+    }
+
+    const LIMITS: FutureLimits = FutureLimits { per_sender: 3, total: 5, lifetime: Duration::from_secs(10) };
+
+    #[test]
+    fn held_in_nonce_order_and_promoted_when_the_gap_fills() {
+        let (mut q, now) = (FutureQueue::new(), Instant::now());
+        for n in [3, 1, 2] {
+            q.hold(tx(1, n), &LIMITS, now).unwrap();
+        }
+        assert_eq!(q.len(), 3);
+        assert!(q.promote(&Address::repeat_byte(1), 0).is_none(), "the gap at 0 is still open");
+        let promoted: Vec<u64> =
+            (1..=3).map(|n| q.promote(&Address::repeat_byte(1), n).map(|t| t.nonce()).unwrap()).collect();
+        assert_eq!(promoted, vec![1, 2, 3]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn bounded_per_sender_and_in_all_and_a_resend_replaces() {
+        let (mut q, now) = (FutureQueue::new(), Instant::now());
+        for n in 1..=3 {
+            q.hold(tx(1, n), &LIMITS, now).unwrap();
+        }
+        assert!(matches!(q.hold(tx(1, 4), &LIMITS, now), Err(TxError::SenderLimit { .. })));
+        // The same nonce again replaces, within the limit.
+        q.hold(tx(1, 2), &LIMITS, now).unwrap();
+        assert_eq!(q.len(), 3);
+        q.hold(tx(2, 1), &LIMITS, now).unwrap();
+        q.hold(tx(2, 2), &LIMITS, now).unwrap();
+        assert!(matches!(q.hold(tx(3, 1), &LIMITS, now), Err(TxError::TxPoolFull)));
+        assert_eq!(q.len(), 5);
+    }
+
+    #[test]
+    fn expired_and_stale_ones_are_answered_to_be_reported() {
+        let (mut q, now) = (FutureQueue::new(), Instant::now());
+        q.hold(tx(1, 5), &LIMITS, now).unwrap();
+        q.hold(tx(1, 7), &LIMITS, now + Duration::from_secs(8)).unwrap();
+        q.hold(tx(2, 3), &LIMITS, now).unwrap();
+        let expired = q.expire(&LIMITS, now + Duration::from_secs(10));
+        assert_eq!(expired.len(), 2, "held 10 s: nonce 5 of 1 and 3 of 2");
+        assert_eq!(q.len(), 1);
+        // Nonce 7 was taken by another transaction: it can never apply.
+        let stale = q.stale(&Address::repeat_byte(1), 8);
+        assert_eq!(stale.iter().map(RecoveredTx::nonce).collect::<Vec<_>>(), vec![7]);
+        assert!(q.is_empty());
+    }
+}

@@ -454,6 +454,29 @@ def start_network(node, tmp, procs):
     return urls, targets
 
 
+def queried_families(dashboards, uids):
+    """Every metric family the panels of dashboards `uids` query."""
+    names = set()
+    for _, _, d in dashboards:
+        if d.get("uid") not in uids:
+            continue
+        for panel in all_panels(d):
+            for t in panel.get("targets", []):
+                names.update(re.findall(r"\b(sluice_[a-z0-9_]+)", t.get("expr", "")))
+    return {re.sub(r"_(bucket|count|sum)$", "", n) for n in names}
+
+
+def check_families_at_start(target, families, who):
+    """Every family the dashboards query is in the first scrape of a fresh
+    node (at zero), so its panels show 0, not "No data". No allowlist."""
+    scrape = http_get(f"http://{target}/metrics").decode()
+    present = set(re.findall(r"^# TYPE (\S+) ", scrape, re.M))
+    missing = sorted(f for f in families if f not in present)
+    for f in missing:
+        problem(f"{who}: {f} is queried by a dashboard but not exported before its first event")
+    print(f"   {len(families) - len(missing)} of {len(families)} queried families exported at start ({who})")
+
+
 def query_by_instance(base, expr):
     r = api(base, "/api/v1/query", {"query": expr})
     return {s["metric"].get("instance"): float(s["value"][1]) for s in r.get("data", {}).get("result", [])}
@@ -466,6 +489,9 @@ def check_network(args, dashboards, allow, tmp):
         step(f"starting {VALIDATORS} validators (sluice testnet init, one worker per stage)")
         urls, targets = start_network(args.node, tmp, procs)
         print(f"   rpc {', '.join(urls)}")
+        step("every queried consensus family exported by each fresh validator")
+        for i, tg in enumerate(targets):
+            check_families_at_start(tg, queried_families(dashboards, NETWORK_DASHBOARDS), f"validator {i}")
 
         step("starting Prometheus scraping the validators (every 1s)")
         prom, base = start_prometheus(tmp, targets, "prometheus-net")
@@ -544,6 +570,9 @@ def main():
         step(f"starting the node ({'with' if with_ws else 'without'} WebSocket)")
         node, url, target = start_node(args.node, tmp, env)
         print(f"   rpc {url}, metrics {target}, env {env}")
+        single = {d["uid"] for _, _, d in dashboards} - NETWORK_DASHBOARDS
+        step("every queried family exported by the fresh node, before any load")
+        check_families_at_start(target, queried_families(dashboards, single), "the node")
 
         step("starting Prometheus (scrape every 1s)")
         prom, base = start_prometheus(tmp, [target])
@@ -572,7 +601,6 @@ def main():
         check_instance_variable(base, load_start, [target])
 
         step(f"every target of every panel over the load window ($__rate_interval = {args.rate_interval})")
-        single = {d["uid"] for _, _, d in dashboards} - NETWORK_DASHBOARDS
         evaluate_panels(base, dashboards, single, [target], allow, load_start - 2, end, args.rate_interval)
 
         step("stopping Prometheus and the node")

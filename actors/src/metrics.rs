@@ -144,8 +144,46 @@ pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
         .set_buckets_for_metric(Matcher::Full(BLOCK_GAS_USED.into()), GAS_BUCKETS)?
         .install()?;
     describe();
+    zeros();
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     Ok(())
+}
+
+/// Every family the dashboards query exists from the first scrape, at zero,
+/// so a fresh node's panels show 0 rather than "No data". Families with a
+/// label get one representative series (the dashboards sum over labels);
+/// histograms are registered without an observation (count 0).
+fn zeros() {
+    use sluice_rpc::ws::{WS_CONNECTIONS, WS_DROPPED, WS_NOTIFICATIONS, WS_REFUSED, WS_SUBSCRIPTIONS};
+    let counters = [TXS_SKIPPED, TXS_INCLUDED, OCC_RERUNS, WS_NOTIFICATIONS, WS_REFUSED];
+    for counter in counters.into_iter().chain([CACHE_HITS, CACHE_MISSES, CACHE_EVICTIONS]) {
+        metrics::counter!(counter).increment(0);
+    }
+    // Heights are set to the store's head by the node as it starts.
+    for gauge in
+        [WS_CONNECTIONS, WS_SUBSCRIPTIONS, MEMPOOL_FUTURE_TXS, NONCE_SENDERS, PREPARED_AHEAD, CACHE_SIZE]
+    {
+        metrics::gauge!(gauge).set(0.0);
+    }
+    let histograms = [BLOCK_TXS, BLOCK_INTERVAL_SECONDS, BLOCK_GAS_USED, EXECUTE_SECONDS, PREPARE_SECONDS];
+    for histogram in histograms.into_iter().chain([COMMIT_SECONDS, STORE_SYNC_SECONDS]) {
+        let _ = metrics::histogram!(histogram);
+    }
+    for phase in ["hash", "lookup", "recover"] {
+        let _ = metrics::histogram!(PREPARE_PHASE_SECONDS, "phase" => phase);
+    }
+    metrics::counter!(OCC_BLOCKS, "path" => "scheduled").increment(0);
+    for reason in ["lagging", "send_timeout", "silent", "protocol"] {
+        metrics::counter!(WS_DROPPED, "reason" => reason).increment(0);
+    }
+    metrics::counter!(RPC_REQUESTS, "method" => "eth_blockNumber").increment(0);
+    metrics::counter!(RPC_ERRORS, "code" => "-32000").increment(0);
+    metrics::counter!(TX_ADMISSION, "result" => "ok").increment(0);
+    let _ = metrics::histogram!(RPC_SECONDS, "method" => "eth_blockNumber");
+    let _ = metrics::histogram!(NONCE_RESERVE_SECONDS);
+    for phase in ["speculate", "validate", "merge"] {
+        let _ = metrics::histogram!(OCC_PHASE_SECONDS, "phase" => phase);
+    }
 }
 
 fn describe() {

@@ -208,6 +208,13 @@ impl Node {
     ) -> Result<(Node, ValidatorPort), NodeError> {
         install_faults(&cfg, &store)?;
         let head = store.head_block();
+        // Every stage is at the store's head until its first block: the
+        // dashboards show that, not "No data".
+        let at = head.block.header.number as f64;
+        for height in [m::PRODUCED_HEIGHT, m::PREPARED_HEIGHT, m::EXECUTED_HEIGHT, m::COMMITTED_HEIGHT] {
+            metrics::gauge!(height).set(at);
+        }
+        metrics::gauge!(m::STORE_APP_HASH_HEIGHT).set(at);
         let exec = ExecConfig { chain_id: cfg.chain.chain_id, spec: cfg.chain.spec };
         let mut rules = AdmissionRules::new(
             cfg.chain.chain_id,

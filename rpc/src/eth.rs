@@ -310,6 +310,7 @@ fn committed_tx(b: &StoredBlock, i: usize) -> Option<Value> {
         block_number: b.block.header.number,
         index: r.index,
         base_fee: b.block.header.base_fee,
+        timestamp: b.block.header.timestamp,
     };
     Some(format::transaction(&recovered, Some(at)))
 }

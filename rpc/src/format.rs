@@ -39,6 +39,9 @@ pub struct TxPosition {
     pub index: u32,
     /// The block's base fee, for `gasPrice` of EIP-1559 transactions.
     pub base_fee: u64,
+    /// The block's timestamp (`blockTimestamp`, added to the
+    /// execution-apis transaction object in 2026; geth and reth serve it).
+    pub timestamp: u64,
 }
 
 /// A transaction object; `at` is `None` while it is pending.
@@ -92,11 +95,13 @@ pub fn transaction(tx: &RecoveredTx, at: Option<TxPosition>) -> Value {
             o.insert("blockHash".into(), json!(p.block_hash));
             o.insert("blockNumber".into(), hex_u64(p.block_number));
             o.insert("transactionIndex".into(), hex_u64(u64::from(p.index)));
+            o.insert("blockTimestamp".into(), hex_u64(p.timestamp));
         }
         None => {
             o.insert("blockHash".into(), Value::Null);
             o.insert("blockNumber".into(), Value::Null);
             o.insert("transactionIndex".into(), Value::Null);
+            o.insert("blockTimestamp".into(), Value::Null);
         }
     }
     Value::Object(o)

@@ -39,6 +39,12 @@ fn transfers_from_several_senders_reach_receipts_and_balances_match() {
         let tx = node.ok("eth_getTransactionByHash", json!([h]));
         assert_eq!(tx["blockHash"], r["blockHash"]);
         assert_eq!(tx["hash"], json!(h));
+        // blockTimestamp (execution-apis, 2026) is its block's timestamp.
+        let block = node.ok("eth_getBlockByHash", json!([r["blockHash"], true]));
+        assert_eq!(tx["blockTimestamp"], block["timestamp"], "{tx}");
+        let listed =
+            block["transactions"].as_array().unwrap().iter().find(|t| t["hash"] == json!(h)).cloned();
+        assert_eq!(listed.map(|t| t["blockTimestamp"].clone()), Some(block["timestamp"].clone()));
     }
     let sent: u64 = (0..per_sender).map(|n| 1_000 + n).sum();
     for (i, s) in senders.iter().enumerate() {

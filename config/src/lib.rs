@@ -118,6 +118,7 @@ impl Default for Config {
                 ws_max_lag_blocks: 64,
                 ws_send_timeout_ms: 10_000,
                 ws_ping_interval_ms: 30_000,
+                cors_origins: "*".into(),
                 max_filters: 1024,
                 filter_timeout_ms: 300_000,
             },

@@ -97,12 +97,28 @@ pub struct RpcConfig {
     /// The node pings each WebSocket this often; a peer that sent nothing
     /// (not even a pong) for a whole interval is dropped.
     pub ws_ping_interval_ms: u64,
+    /// Origins a browser page may call the node from, comma-separated:
+    /// `*` any (the default), empty none; see [`RpcConfig::cors_allows`].
+    pub cors_origins: String,
     /// Installed polling filters (`eth_newFilter` and the rest), across
     /// clients; past it: -32005.
     pub max_filters: usize,
     /// A filter not polled with `eth_getFilterChanges` for this long is
     /// removed (geth: 5 minutes).
     pub filter_timeout_ms: u64,
+}
+
+impl RpcConfig {
+    /// Whether a page served from `origin` may call the node (CORS on HTTP,
+    /// the `Origin` of a WebSocket handshake).
+    pub fn cors_allows(&self, origin: &str) -> bool {
+        self.cors_origins.split(',').map(str::trim).any(|o| o == "*" || o.eq_ignore_ascii_case(origin))
+    }
+
+    /// The configured origins (empty: browsers may not call the node).
+    pub fn cors_list(&self) -> Vec<&str> {
+        self.cors_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).collect()
+    }
 }
 
 /// Prometheus exporter.

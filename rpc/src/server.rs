@@ -28,10 +28,13 @@ pub fn start(state: SharedState) -> std::io::Result<(std::net::SocketAddr, Serve
     let limits = state.limits.clone();
     let data = web::Data::from(state);
     let ws_connections = web::Data::new(super::ws::Connections::default());
+    let (body_limit, with_cors) = (limits.max_request_body_bytes, !limits.cors_list().is_empty());
+    let cors_config = limits.clone();
     let server = HttpServer::new(move || {
         App::new()
+            .wrap(actix_web::middleware::Condition::new(with_cors, cors(&cors_config)))
             .app_data(data.clone())
-            .app_data(web::PayloadConfig::new(limits.max_request_body_bytes))
+            .app_data(web::PayloadConfig::new(body_limit))
             .route("/", web::post().to(handle))
             .app_data(ws_connections.clone())
             // GET: a WebSocket upgrade (JSON-RPC and eth_subscribe), or a
@@ -51,6 +54,20 @@ pub fn start(state: SharedState) -> std::io::Result<(std::net::SocketAddr, Serve
     let handle = server.handle();
     actix_web::rt::spawn(server);
     Ok((addr, handle))
+}
+
+/// CORS as `rpc.cors_origins` says: preflights answered, responses
+/// carrying `Access-Control-Allow-Origin` for the allowed origins.
+fn cors(limits: &sluice_config::RpcConfig) -> actix_cors::Cors {
+    let cors = actix_cors::Cors::default()
+        .allowed_methods(["POST", "GET", "OPTIONS"])
+        .allow_any_header()
+        .max_age(3600);
+    let origins = limits.cors_list();
+    if origins.contains(&"*") {
+        return cors.allow_any_origin().send_wildcard();
+    }
+    origins.into_iter().fold(cors, |cors, origin| cors.allowed_origin(origin))
 }
 
 fn json_response(body: Vec<u8>) -> HttpResponse {

@@ -108,6 +108,15 @@ pub(crate) async fn get(
         return HttpResponse::Ok().body("sluice JSON-RPC: POST JSON here, or open a WebSocket\n");
     }
     let limits = &state.limits;
+    // Browsers send the page's origin; other clients usually none. CORS
+    // does not cover WebSocket, so the origin is checked here (geth's
+    // --ws.origins).
+    if let Some(origin) = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        if !limits.cors_allows(origin) {
+            return HttpResponse::Forbidden()
+                .body(format!("origin {origin} not allowed (rpc.cors_origins)\n"));
+        }
+    }
     let Some(slot) = acquire(&connections, limits.ws_max_connections) else {
         metrics::counter!(WS_REFUSED).increment(1);
         return HttpResponse::ServiceUnavailable()

@@ -8,6 +8,7 @@ mod support;
 
 mod admission_rejections;
 mod backpressure_txpool_full;
+mod browser_pages_may_call_the_node;
 mod cli_and_config;
 mod commit_failure_latches;
 mod connection_limits;

@@ -99,9 +99,10 @@ impl Pipeline for Admission {
     // The outer future begins (checks, recovery queued); the one it yields
     // finishes: the two-step shape is the point.
     #[allow(clippy::async_yields_async)]
-    fn begin(&self, raw: Bytes) -> BoxFuture<'_, Admitting<'_>> {
+    fn begin(&self, raw: Bytes, hold_gaps: bool) -> BoxFuture<'_, Admitting<'_>> {
         Box::pin(async move {
-            let begun = begin(self, raw).await;
+            let mut begun = begin(self, raw).await;
+            begun.hold_gaps = hold_gaps;
             Box::pin(finish(self, begun)) as Admitting<'_>
         })
     }
@@ -140,6 +141,8 @@ pub async fn send_raw_transaction(state: &Admission, raw: Bytes) -> Result<B256,
 pub struct Begun {
     received: Instant,
     recovering: Result<Recovering, TxError>,
+    /// Hold a future nonce for its gap (else refuse it).
+    hold_gaps: bool,
 }
 
 /// Starts admitting `raw`: the node's own checks, then the transaction is
@@ -178,7 +181,7 @@ pub async fn begin(state: &Admission, raw: Bytes) -> Begun {
         state.recovery.submit(raw, fault == Some(Action::Panic))
     }
     .await;
-    Begun { received, recovering }
+    Begun { received, recovering, hold_gaps: true }
 }
 
 /// Finishes admitting a begun submission: waits for its recovery, reads the
@@ -194,7 +197,7 @@ pub async fn finish(state: &Admission, begun: Begun) -> Result<B256, TxError> {
 }
 
 async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
-    let Begun { received, recovering } = begun;
+    let Begun { received, recovering, hold_gaps } = begun;
     let tx = recovering?.wait().await?;
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
@@ -215,7 +218,7 @@ async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
     let (reply, rx) = oneshot::channel();
     state
         .nonce
-        .send(NonceMsg::Admit { tx, committed, received, reply })
+        .send(NonceMsg::Admit { tx, committed, received, hold_gaps, reply })
         .await
         .map_err(|_| TxError::Unavailable("admission stopped"))?;
     rx.await.map_err(|_| TxError::Unavailable("admission stopped"))??;

@@ -178,6 +178,7 @@ impl NonceActor {
         &mut self,
         tx: &sluice_messages::RecoveredTx,
         committed: CommittedAccount,
+        hold_gaps: bool,
     ) -> Result<Admitted, TxError> {
         if self.pending.contains(&tx.hash) || self.future.contains(&tx.sender, tx.nonce(), &tx.hash) {
             return Err(TxError::AlreadyKnown);
@@ -185,7 +186,7 @@ impl NonceActor {
         let committed = self.fresh_account(committed, &tx.sender);
         check_funds(tx, committed.balance)?;
         match self.book.reserve(tx.sender, tx.nonce(), committed.nonce, self.max_txs_per_sender) {
-            Err(TxError::NonceTooHigh { .. }) if self.future_limits.per_sender > 0 => {
+            Err(TxError::NonceTooHigh { .. }) if hold_gaps && self.future_limits.per_sender > 0 => {
                 self.future.hold(tx.clone(), &self.future_limits, Instant::now())?;
                 metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
                 return Ok(Admitted::Held);
@@ -219,7 +220,7 @@ impl NonceActor {
             let height = self.store.head();
             let account = self.store.account(sender).ok().flatten().unwrap_or_default();
             let committed = CommittedAccount { height, nonce: account.nonce, balance: account.balance };
-            match self.admit(&tx, committed) {
+            match self.admit(&tx, committed, true) {
                 Ok(Admitted::Reserved) => self.forward(tx, None, ctx),
                 Ok(Admitted::Held) => break,
                 Err(e) => {
@@ -278,12 +279,12 @@ impl NonceActor {
     fn handle_admit(
         &mut self,
         tx: sluice_messages::RecoveredTx,
-        committed: CommittedAccount,
+        (committed, hold_gaps): (CommittedAccount, bool),
         received: Instant,
         reply: tokio::sync::oneshot::Sender<Result<(), TxError>>,
         ctx: &mut Context<Self>,
     ) {
-        match self.admit(&tx, committed) {
+        match self.admit(&tx, committed, hold_gaps) {
             Err(e) => {
                 let _ = reply.send(Err(e));
                 return;
@@ -343,13 +344,13 @@ impl NonceActor {
         // so a panic still answers it.
         let mut admit_reply = None;
         let outcome = contain(|| match msg {
-            NonceMsg::Admit { tx, committed, received, reply } => {
+            NonceMsg::Admit { tx, committed, received, hold_gaps, reply } => {
                 let reply = admit_reply.insert(Some(reply));
                 if panic {
                     panic!("injected panic at failpoint nonce");
                 }
                 if let Some(reply) = reply.take() {
-                    self.handle_admit(tx, committed, received, reply, ctx);
+                    self.handle_admit(tx, (committed, hold_gaps), received, reply, ctx);
                 }
             }
             NonceMsg::Executed { height, senders } => {

@@ -40,6 +40,9 @@ pub enum NonceMsg {
         committed: CommittedAccount,
         /// When admission received it (for the reservation latency metric).
         received: Instant,
+        /// A nonce above the sender's next one is held for its gap (else
+        /// refused with "nonce too high").
+        hold_gaps: bool,
         /// Ok once the transaction is in its shard's mailbox.
         reply: oneshot::Sender<Result<(), TxError>>,
     },

@@ -52,7 +52,7 @@ async fn admit(node: &Node, tx: RecoveredTx) {
     let (reply, answer) = oneshot::channel();
     node.admission
         .nonce
-        .send(NonceMsg::Admit { tx, committed, received: Instant::now(), reply })
+        .send(NonceMsg::Admit { tx, committed, received: Instant::now(), hold_gaps: true, reply })
         .await
         .unwrap();
     answer.await.unwrap().unwrap();

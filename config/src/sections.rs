@@ -100,6 +100,11 @@ pub struct RpcConfig {
     /// Origins a browser page may call the node from, comma-separated:
     /// `*` any (the default), empty none; see [`RpcConfig::cors_allows`].
     pub cors_origins: String,
+    /// `eth_sendRawTransactionSync` waits this long for the receipt when
+    /// the call names no timeout (EIP-7966 recommends 2 s).
+    pub send_sync_timeout_ms: u64,
+    /// The longest wait a call may ask for; above it (or 0), the default.
+    pub send_sync_max_timeout_ms: u64,
     /// Installed polling filters (`eth_newFilter` and the rest), across
     /// clients; past it: -32005.
     pub max_filters: usize,

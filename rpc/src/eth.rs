@@ -48,6 +48,7 @@ const METHODS: &[&str] = &[
     "eth_estimateGas",
     "eth_call",
     "eth_sendRawTransaction",
+    "eth_sendRawTransactionSync",
     "eth_getTransactionByHash",
     "eth_getTransactionReceipt",
     "eth_getBlockReceipts",
@@ -158,8 +159,9 @@ pub async fn dispatch(
         }
         "eth_sendRawTransaction" => {
             let raw = p.bytes(0)?;
-            Ok(json!(s.pipeline.begin(raw).await.await?))
+            Ok(json!(s.pipeline.begin(raw, true).await.await?))
         }
+        "eth_sendRawTransactionSync" => send_sync(s, &p).await,
         "eth_getTransactionByHash" => {
             let hash = p.hash(0)?;
             if let Some((b, i)) = s.store.transaction(&hash) {
@@ -297,6 +299,59 @@ fn state_at(s: &RpcState, id: BlockId) -> Result<StateView<'_>, RpcError> {
 
 async fn pending_nonce(s: &RpcState, address: Address) -> Result<Option<u64>, RpcError> {
     s.pipeline.pending_nonce(address).await
+}
+
+/// EIP-7966's timeout error: admitted, no receipt within the wait.
+const SYNC_TIMEOUT: i64 = 4;
+/// EIP-7966's nonce-gap error: not admitted, the expected nonce as data.
+const SYNC_NONCE_GAP: i64 = 6;
+
+/// `eth_sendRawTransactionSync` (EIP-7966): submits, refusing a nonce gap
+/// (code 6, the expected nonce as data) rather than holding it, then waits
+/// for the receipt until the call's timeout (milliseconds, a number or a
+/// quantity; missing, zero or above `rpc.send_sync_max_timeout_ms`: the
+/// default) and answers it, or code 4 with the hash.
+async fn send_sync(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
+    let raw = p.bytes(0)?;
+    let asked = match p.opt(1) {
+        None => 0,
+        Some(v) => {
+            v.as_u64().map_or_else(|| params::quantity_u64(v), Ok).map_err(|e| RpcError::invalid_arg(1, e))?
+        }
+    };
+    let ms = if asked == 0 || asked > s.limits.send_sync_max_timeout_ms {
+        s.limits.send_sync_timeout_ms
+    } else {
+        asked
+    };
+    let hash = match s.pipeline.begin(raw, false).await.await {
+        Ok(hash) => hash,
+        Err(e @ sluice_txpool::TxError::NonceTooHigh { next, .. }) => {
+            return Err(RpcError { code: SYNC_NONCE_GAP, message: e.to_string(), data: Some(hex_u64(next)) })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+    let mut heads = s.events.heads();
+    loop {
+        if let Some((b, i)) = s.store.transaction(&hash) {
+            return Ok(format::receipt(&b, &b.receipts[i], format::first_log_index(&b, i)));
+        }
+        // Woken by each committed block (or the timeout): nothing polls.
+        match tokio::time::timeout_at(deadline, heads.changed()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(RpcError::new(SERVER_ERROR, "node is shutting down")),
+            Err(_) => {
+                return Err(RpcError {
+                    code: SYNC_TIMEOUT,
+                    message: format!(
+                        "the transaction was added to the transaction pool but wasn't processed in {ms}ms"
+                    ),
+                    data: Some(json!(hash)),
+                })
+            }
+        }
+    }
 }
 
 /// The applied transaction at receipt index `i` of a committed block.

@@ -28,8 +28,10 @@ pub trait Pipeline: Send + Sync {
     /// then sender recovery queued, not awaited) and returns what finishes
     /// it. A batch begins all its submissions before it finishes the first,
     /// so their senders are recovered in parallel while the calls are
-    /// answered in order.
-    fn begin(&self, raw: Bytes) -> BoxFuture<'_, Admitting<'_>>;
+    /// answered in order. With `hold_gaps`, a nonce above the sender's next
+    /// one is held until the gap fills; without, it is refused ("nonce too
+    /// high", as `eth_sendRawTransactionSync` requires).
+    fn begin(&self, raw: Bytes, hold_gaps: bool) -> BoxFuture<'_, Admitting<'_>>;
 
     /// The next nonce of `address` counting its admitted, uncommitted
     /// transactions; `None` when it has none in flight.

@@ -130,7 +130,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
                 begun.push(match call {
                     Ok(c) if c.method == "eth_sendRawTransaction" => match Params::new(c.params.as_ref()) {
                         Ok(p) => match p.bytes(0) {
-                            Ok(raw) => Some(state.pipeline.begin(raw).await),
+                            Ok(raw) => Some(state.pipeline.begin(raw, true).await),
                             Err(_) => None,
                         },
                         Err(_) => None,

@@ -91,7 +91,7 @@ pub fn offline_rpc_state(
         filters: sluice_rpc::filters::Filters::new(&limits),
         limits,
         suggested_tip_wei: 1_000_000_000,
-        events: sluice_rpc::events::ChainEvents::new(0),
+        events: sluice_rpc::events::ChainEvents::new(0, 1024),
     }))
 }
 

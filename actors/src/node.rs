@@ -260,7 +260,7 @@ impl Node {
         let (done_tx, done) = oneshot::channel();
         let commit_arbiter = Arbiter::new();
         // Committed heights, for WebSocket subscriptions.
-        let chain_events = ChainEvents::new(head.block.header.number);
+        let chain_events = ChainEvents::new(head.block.header.number, cfg.rpc.pending_feed_txs);
         {
             let (store, committed, pending, nonce) =
                 (Arc::clone(&store), Arc::clone(&committed), Arc::clone(&pending), nonce_tx.clone());
@@ -322,6 +322,7 @@ impl Node {
                 shards: shard_txs,
                 producer: producer_tx.clone(),
                 max_txs_per_sender: cfg.mempool.max_txs_per_sender,
+                events: chain_events.clone(),
                 future: sluice_txpool::FutureLimits {
                     per_sender: cfg.mempool.max_future_txs_per_sender as usize,
                     total: cfg.mempool.max_future_txs as usize,

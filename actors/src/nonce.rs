@@ -26,6 +26,7 @@ use sluice_txpool::{
     check_funds, FutureLimits, FutureQueue, NonceBook, PoolCounters, PreparedTxCache, TxError,
 };
 
+use sluice_rpc::events::ChainEvents;
 use sluice_txpool::PendingTxs;
 
 use crate::{
@@ -49,6 +50,7 @@ pub struct NonceActor {
     max_block_txs: u64,
     /// Held for a nonce gap, and its bounds.
     future: FutureQueue,
+    events: ChainEvents,
     future_limits: FutureLimits,
     /// Highest committed height reported by store commit.
     seen_height: u64,
@@ -83,6 +85,9 @@ pub struct NonceDeps {
     pub max_block_txs: u64,
     /// Bounds of the transactions held for a nonce gap.
     pub future: FutureLimits,
+    /// Where transactions entering the mempool are published (pending
+    /// filters and subscriptions).
+    pub events: ChainEvents,
 }
 
 impl NonceActor {
@@ -100,6 +105,7 @@ impl NonceActor {
             max_txs_per_sender: deps.max_txs_per_sender,
             max_block_txs: deps.max_block_txs,
             future: FutureQueue::new(),
+            events: deps.events,
             future_limits: deps.future,
             seen_height,
             rx: Some(rx),
@@ -199,6 +205,7 @@ impl NonceActor {
         }
         self.pending.insert(tx.clone());
         self.cache.insert(tx);
+        self.events.admitted(tx);
         Ok(Admitted::Reserved)
     }
 

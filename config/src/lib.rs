@@ -119,6 +119,7 @@ impl Default for Config {
                 ws_send_timeout_ms: 10_000,
                 ws_ping_interval_ms: 30_000,
                 cors_origins: "*".into(),
+                pending_feed_txs: 8192,
                 send_sync_timeout_ms: 2_000,
                 send_sync_max_timeout_ms: 60_000,
                 max_filters: 1024,
@@ -252,7 +253,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 31] = [
+        let positive: [(&str, u64); 32] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -265,6 +266,7 @@ impl Config {
             ("rpc.max_connections_per_worker", self.rpc.max_connections_per_worker as u64),
             ("rpc.ws_max_connections", self.rpc.ws_max_connections as u64),
             ("rpc.send_sync_timeout_ms", self.rpc.send_sync_timeout_ms),
+            ("rpc.pending_feed_txs", self.rpc.pending_feed_txs as u64),
             ("rpc.send_sync_max_timeout_ms", self.rpc.send_sync_max_timeout_ms),
             ("rpc.ws_max_subscriptions_per_connection", self.rpc.ws_max_subscriptions_per_connection as u64),
             ("rpc.ws_max_lag_blocks", self.rpc.ws_max_lag_blocks),

@@ -100,6 +100,10 @@ pub struct RpcConfig {
     /// Origins a browser page may call the node from, comma-separated:
     /// `*` any (the default), empty none; see [`RpcConfig::cors_allows`].
     pub cors_origins: String,
+    /// Transactions entering the mempool kept for pending-transaction
+    /// filters and `newPendingTransactions` subscribers to read; one that
+    /// falls further behind loses what it missed.
+    pub pending_feed_txs: usize,
     /// `eth_sendRawTransactionSync` waits this long for the receipt when
     /// the call names no timeout (EIP-7966 recommends 2 s).
     pub send_sync_timeout_ms: u64,

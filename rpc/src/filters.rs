@@ -21,9 +21,10 @@
 //! does), so a filter never stays stuck on it; `eth_getLogs` over a
 //! narrower range recovers what was refused.
 //!
-//! A pending-transaction filter answers an empty list at every poll:
-//! admission keeps no ordered record of what it admitted, and adding one
-//! would put a shared lock on the hottest path.
+//! A pending-transaction filter reports each transaction that entered the
+//! mempool since the last poll, once, from the pending feed
+//! (`events::PendingFeed`: the last `rpc.pending_feed_txs`); polled less
+//! often than that, it misses the oldest.
 
 use std::{
     collections::{hash_map::RandomState, HashMap},
@@ -51,7 +52,8 @@ use super::{
 enum Kind {
     /// Hashes of new blocks.
     Blocks,
-    /// Hashes of new pending transactions (always none here).
+    /// Hashes of transactions that entered the mempool (`next` is a
+    /// cursor into the pending feed).
     PendingTxs,
     /// New logs matching a query.
     Logs(Arc<LogQuery>),
@@ -111,8 +113,9 @@ impl Filters {
         live.retain(|_, f| f.polled.elapsed() < self.timeout);
     }
 
-    /// Installs a filter reporting from the block after `head`; its id.
-    fn install(&self, kind: Kind, head: u64) -> Result<Value, RpcError> {
+    /// Installs a filter reporting from `next` on (a block height, or for
+    /// pending transactions a feed sequence number); its id.
+    fn install(&self, kind: Kind, next: u64) -> Result<Value, RpcError> {
         let mut live = self.live.lock();
         self.sweep(&mut live);
         if live.len() >= self.max {
@@ -122,7 +125,7 @@ impl Filters {
         while live.contains_key(&id) {
             id = self.fresh_id();
         }
-        live.insert(id, Filter { kind, next: head + 1, polled: Instant::now() });
+        live.insert(id, Filter { kind, next, polled: Instant::now() });
         Ok(Value::String(format!("{id:#x}")))
     }
 
@@ -135,7 +138,13 @@ impl Filters {
         f.polled = Instant::now();
         let from = f.next;
         match &f.kind {
-            Kind::PendingTxs => Ok(json!([])),
+            Kind::PendingTxs => {
+                // Bounded per poll, like blocks; the rest waits.
+                let cap = s.limits.max_logs_results.max(1);
+                let (txs, cursor, _lost) = s.events.pending().since(from, cap);
+                f.next = cursor;
+                Ok(Value::Array(txs.iter().map(|tx| json!(tx.hash)).collect()))
+            }
             Kind::Blocks => {
                 // Bounded per poll; the rest waits for the next one.
                 let cap = s.limits.max_logs_block_range.max(1);
@@ -222,10 +231,10 @@ pub(crate) fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, 
     match method {
         "eth_newFilter" => {
             let query = LogQuery::parse(p.req(0)?, 0)?;
-            filters.install(Kind::Logs(Arc::new(query)), head)
+            filters.install(Kind::Logs(Arc::new(query)), head + 1)
         }
-        "eth_newBlockFilter" => filters.install(Kind::Blocks, head),
-        "eth_newPendingTransactionFilter" => filters.install(Kind::PendingTxs, head),
+        "eth_newBlockFilter" => filters.install(Kind::Blocks, head + 1),
+        "eth_newPendingTransactionFilter" => filters.install(Kind::PendingTxs, s.events.pending().next_seq()),
         "eth_getFilterChanges" => filters.changes(s, filter_id(p)?.ok_or_else(not_found)?),
         "eth_getFilterLogs" => filters.all_logs(s, filter_id(p)?.ok_or_else(not_found)?),
         "eth_uninstallFilter" => Ok(Value::Bool(filter_id(p)?.is_some_and(|id| filters.uninstall(id)))),

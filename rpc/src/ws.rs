@@ -2,7 +2,8 @@
 //! `Upgrade: websocket` becomes a connection that answers every method
 //! through the same framing and limits as HTTP (`server::respond`, then
 //! [`eth::dispatch`](super::eth::dispatch)) and serves `eth_subscribe` /
-//! `eth_unsubscribe` for `newHeads` and `logs`, as geth does.
+//! `eth_unsubscribe` for `newHeads`, `logs` and `newPendingTransactions`, as
+//! geth does (the last from the pending feed, `events::PendingFeed`).
 //!
 //! Built on `actix-ws`, not `actix-web-actors` (deprecated): a connection is
 //! one async task that owns its session, so every queue and timeout is
@@ -182,6 +183,12 @@ enum Kind {
         /// Per topic position, the accepted values (empty: any).
         topics: Vec<Vec<B256>>,
     },
+    /// Every transaction entering the mempool: its hash, or with `full`
+    /// the transaction object (geth's `["newPendingTransactions", true]`).
+    NewPendingTransactions {
+        /// Whole transactions rather than hashes.
+        full: bool,
+    },
 }
 
 /// One `eth_subscribe`.
@@ -190,8 +197,11 @@ struct Subscription {
     id: String,
     /// What it delivers.
     kind: Kind,
-    /// The first block it reports: the one after the head when it was made.
+    /// The first block it reports: the one after the head when it was made
+    /// (`u64::MAX` for pending transactions, which follow `cursor`).
     first_block: u64,
+    /// Pending transactions: the next feed sequence number to send.
+    cursor: u64,
 }
 
 /// A connection's subscriptions.
@@ -203,12 +213,18 @@ struct Subscriptions {
 
 impl Subscriptions {
     /// `eth_subscribe`: `["newHeads"]` or `["logs", {address, topics}]`.
-    fn subscribe(&mut self, params: Option<&Value>, head: u64) -> Result<Value, RpcError> {
+    fn subscribe(&mut self, params: Option<&Value>, (head, pending): (u64, u64)) -> Result<Value, RpcError> {
         let p = Params::new(params)?;
         let name =
             p.req(0)?.as_str().ok_or_else(|| RpcError::invalid_arg(0, "expected a subscription name"))?;
         let kind = match name {
             "newHeads" => Kind::NewHeads,
+            "newPendingTransactions" => Kind::NewPendingTransactions {
+                full: match p.opt(1) {
+                    None => false,
+                    Some(v) => v.as_bool().ok_or_else(|| RpcError::invalid_arg(1, "expected a boolean"))?,
+                },
+            },
             "logs" => match p.opt(1) {
                 None => Kind::Logs { addresses: vec![], topics: vec![] },
                 Some(filter) => {
@@ -233,7 +249,11 @@ impl Subscriptions {
             ));
         }
         let id = subscription_id();
-        self.list.push(Subscription { id: id.clone(), kind, first_block: head + 1 });
+        let first_block = match kind {
+            Kind::NewPendingTransactions { .. } => u64::MAX,
+            _ => head + 1,
+        };
+        self.list.push(Subscription { id: id.clone(), kind, first_block, cursor: pending });
         metrics::gauge!(WS_SUBSCRIPTIONS).increment(1.0);
         Ok(Value::String(id))
     }
@@ -296,6 +316,7 @@ impl Connection {
     async fn run(mut self, mut session: Session, mut stream: AggregatedMessageStream, slot: Slot) {
         let mut heads = self.state.events.heads();
         let mut closing = self.state.events.closing();
+        let mut admitted = self.state.events.pending().watch();
         let interval = Duration::from_millis(self.state.limits.ws_ping_interval_ms);
         let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -323,6 +344,14 @@ impl Connection {
                         break End::Shutdown;
                     }
                     if let Err(end) = self.deliver(&mut session, &mut heads).await {
+                        break end;
+                    }
+                }
+                changed = admitted.changed() => {
+                    if changed.is_err() {
+                        break End::Shutdown;
+                    }
+                    if let Err(end) = self.deliver_pending(&mut session).await {
                         break end;
                     }
                 }
@@ -367,7 +396,9 @@ impl Connection {
         let state = Arc::clone(&self.state);
         let subs = &mut self.subs;
         let mut local = |method: &str, params: Option<&Value>| match method {
-            "eth_subscribe" => Some(subs.subscribe(params, state.store.head())),
+            "eth_subscribe" => {
+                Some(subs.subscribe(params, (state.store.head(), state.events.pending().next_seq())))
+            }
             "eth_unsubscribe" => Some(subs.unsubscribe(params)),
             _ => None,
         };
@@ -377,6 +408,38 @@ impl Connection {
         // serde_json writes UTF-8.
         let text = String::from_utf8_lossy(&reply).into_owned();
         timed(self.send_timeout, session.text(text)).await
+    }
+
+    /// Sends each `newPendingTransactions` subscription what entered the
+    /// mempool since its cursor. A subscriber the feed's ring has lapped is
+    /// dropped as lagging (it would miss transactions), as is one whose
+    /// socket takes no data for `rpc.ws_send_timeout_ms`.
+    async fn deliver_pending(&mut self, session: &mut Session) -> Result<(), End> {
+        let feed = self.state.events.pending();
+        for sub in self.subs.list.iter_mut() {
+            let Kind::NewPendingTransactions { full } = sub.kind else { continue };
+            loop {
+                let (txs, cursor, lost) = feed.since(sub.cursor, 256);
+                if lost {
+                    return Err(End::Lagging);
+                }
+                if txs.is_empty() {
+                    break;
+                }
+                for tx in &txs {
+                    let result =
+                        if full { format::transaction(tx, None) } else { serde_json::json!(tx.hash) };
+                    let note = format!(
+                        r#"{{"jsonrpc":"2.0","method":"eth_subscription","params":{{"subscription":"{}","result":{result}}}}}"#,
+                        sub.id
+                    );
+                    timed(self.send_timeout, session.text(note)).await?;
+                    metrics::counter!(WS_NOTIFICATIONS).increment(1);
+                }
+                sub.cursor = cursor;
+            }
+        }
+        Ok(())
     }
 
     /// Sends the notifications of every block committed since the last
@@ -407,6 +470,7 @@ impl Connection {
                             pace.send(session, &sub.id, &format::log(&entry).to_string()).await?;
                         }
                     }
+                    Kind::NewPendingTransactions { .. } => {}
                 }
             }
             self.delivered = number;
@@ -534,13 +598,14 @@ mod tests {
     fn subscription_limit_and_unsubscribe() {
         let mut subs = Subscriptions { list: Vec::new(), limit: 2 };
         let heads = serde_json::json!(["newHeads"]);
-        let id = subs.subscribe(Some(&heads), 5).unwrap_or_default();
-        assert!(subs.subscribe(Some(&serde_json::json!(["logs", {"address": []}])), 5).is_ok());
-        let err = subs.subscribe(Some(&heads), 5).err().map(|e| e.code);
+        let id = subs.subscribe(Some(&heads), (5, 0)).unwrap_or_default();
+        assert!(subs.subscribe(Some(&serde_json::json!(["logs", {"address": []}])), (5, 0)).is_ok());
+        let err = subs.subscribe(Some(&heads), (5, 0)).err().map(|e| e.code);
         assert_eq!(err, Some(LIMIT_EXCEEDED));
         assert_eq!(subs.list[0].first_block, 6);
         assert_eq!(subs.unsubscribe(Some(&serde_json::json!([id]))).ok(), Some(Value::Bool(true)));
         assert!(subs.unsubscribe(Some(&serde_json::json!(["0x00"]))).is_err());
-        assert!(subs.subscribe(Some(&serde_json::json!(["newPendingTransactions"])), 5).is_err());
+        assert!(subs.subscribe(Some(&serde_json::json!(["newPendingTransactions", "yes"])), (5, 0)).is_err());
+        assert!(subs.subscribe(Some(&serde_json::json!(["syncing"])), (5, 0)).is_err());
     }
 }

@@ -41,7 +41,7 @@ fn calls_and_subscriptions_deliver_every_block_and_log_in_order() {
     ]));
     assert_eq!(batch[0]["id"], 7);
     assert_eq!(batch[1]["error"]["code"], -32601);
-    assert_eq!(ws.call("eth_subscribe", json!(["newPendingTransactions"])).unwrap_err()["code"], -32602);
+    assert_eq!(ws.call("eth_subscribe", json!(["syncing"])).unwrap_err()["code"], -32602);
 
     let heads = ws.subscribe(json!(["newHeads"]));
     let logs = ws.subscribe(json!(["logs", {"address": counter, "topics": [counter_topic()]}]));
@@ -110,6 +110,42 @@ fn calls_and_subscriptions_deliver_every_block_and_log_in_order() {
     };
     assert_eq!(status, 200);
     assert!(text.contains("WebSocket"), "{text}");
+}
+
+#[test]
+fn pending_transaction_subscriptions_stream_each_admitted_one() {
+    let node = TestNode::dev();
+    let mut ws = Ws::connect(&node);
+    let hashes = ws.subscribe(json!(["newPendingTransactions"]));
+    let full = ws.subscribe(json!(["newPendingTransactions", true]));
+    let sender = dev(1);
+    let sent: Vec<_> =
+        (0..3).map(|n| node.send(&transfer(&sender, n, random_signer().address(), 1)).unwrap()).collect();
+    let (mut got_hashes, mut got_full) = (Vec::new(), Vec::new());
+    while got_hashes.len() + got_full.len() < 6 {
+        let (sub, result) =
+            ws.next_note(Duration::from_secs(10)).expect("a pending-transaction notification");
+        if sub == hashes {
+            got_hashes.push(result.as_str().unwrap().parse::<alloy_primitives::B256>().unwrap());
+        } else {
+            assert_eq!(sub, full);
+            assert_eq!(result["from"], json!(sender.address()), "{result}");
+            assert!(result["blockHash"].is_null(), "pending: {result}");
+            got_full.push(result["hash"].as_str().unwrap().parse::<alloy_primitives::B256>().unwrap());
+        }
+    }
+    assert_eq!(got_hashes, sent, "each admitted hash once, in admission order");
+    assert_eq!(got_full, sent);
+    // Held for a nonce gap is not pending yet: nothing streams until the
+    // gap fills.
+    let held = node.send(&transfer(&sender, 4, random_signer().address(), 1)).unwrap();
+    assert!(ws.next_note(Duration::from_millis(300)).is_none(), "a held transaction is not pending");
+    let gap = node.send(&transfer(&sender, 3, random_signer().address(), 1)).unwrap();
+    let mut next: Vec<_> = (0..4).filter_map(|_| ws.next_note(Duration::from_secs(10))).collect();
+    next.retain(|(sub, _)| *sub == hashes);
+    let order: Vec<_> =
+        next.iter().map(|(_, r)| r.as_str().unwrap().parse::<alloy_primitives::B256>().unwrap()).collect();
+    assert_eq!(order, vec![gap, held], "the gap first, then what it released");
 }
 
 #[test]

@@ -166,6 +166,57 @@ pub fn estimate_gas(
     Ok(hi)
 }
 
+/// The configuration and transaction `req` runs with, as geth runs calls:
+/// no nonce check, EIP-3607 and the block gas limit relaxed, and an
+/// unpriced call free of the base fee and balance checks. The gas limit is
+/// left 0 for the caller to set.
+pub(crate) fn call_envs(
+    cfg: &ExecConfig,
+    req: &CallRequest,
+) -> Result<(revm::context::CfgEnv, TxEnv), ExecError> {
+    let dynamic = req.max_fee_per_gas.is_some() || req.max_priority_fee_per_gas.is_some();
+    if dynamic && req.gas_price.is_some() {
+        return Err(ExecError::InvalidCall(
+            "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".into(),
+        ));
+    }
+    let priced = [req.gas_price, req.max_fee_per_gas, req.max_priority_fee_per_gas]
+        .iter()
+        .any(|fee| fee.unwrap_or(0) > 0);
+
+    let mut env = cfg_env(cfg);
+    env.disable_nonce_check = true;
+    env.disable_eip3607 = true;
+    env.disable_block_gas_limit = true;
+    if !priced {
+        env.disable_base_fee = true;
+        env.disable_balance_check = true;
+    }
+    let tx = TxEnv {
+        tx_type: if dynamic {
+            2
+        } else if req.access_list.is_some() {
+            1
+        } else {
+            0
+        },
+        caller: req.from.unwrap_or_default(),
+        gas_limit: 0,
+        gas_price: if dynamic { req.max_fee_per_gas } else { req.gas_price }.unwrap_or(0),
+        kind: req.to.map_or(TxKind::Create, TxKind::Call),
+        value: req.value.unwrap_or_default(),
+        data: req.input.clone(),
+        nonce: req.nonce.unwrap_or(0),
+        chain_id: Some(cfg.chain_id),
+        access_list: req.access_list.clone().unwrap_or_default(),
+        gas_priority_fee: dynamic.then(|| req.max_priority_fee_per_gas.unwrap_or(0)),
+        blob_hashes: Vec::new(),
+        max_fee_per_blob_gas: 0,
+        authorization_list: Vec::new(),
+    };
+    Ok((env, tx))
+}
+
 /// One simulated execution.
 enum Run {
     /// Executed (successfully or not).
@@ -189,46 +240,7 @@ impl<'a> Simulator<'a> {
         header: &BlockHeader,
         req: &CallRequest,
     ) -> Result<Self, ExecError> {
-        let dynamic = req.max_fee_per_gas.is_some() || req.max_priority_fee_per_gas.is_some();
-        if dynamic && req.gas_price.is_some() {
-            return Err(ExecError::InvalidCall(
-                "both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified".into(),
-            ));
-        }
-        let priced = [req.gas_price, req.max_fee_per_gas, req.max_priority_fee_per_gas]
-            .iter()
-            .any(|fee| fee.unwrap_or(0) > 0);
-
-        let mut env = cfg_env(cfg);
-        env.disable_nonce_check = true;
-        env.disable_eip3607 = true;
-        env.disable_block_gas_limit = true;
-        if !priced {
-            env.disable_base_fee = true;
-            env.disable_balance_check = true;
-        }
-        let tx = TxEnv {
-            tx_type: if dynamic {
-                2
-            } else if req.access_list.is_some() {
-                1
-            } else {
-                0
-            },
-            caller: req.from.unwrap_or_default(),
-            gas_limit: 0,
-            gas_price: if dynamic { req.max_fee_per_gas } else { req.gas_price }.unwrap_or(0),
-            kind: req.to.map_or(TxKind::Create, TxKind::Call),
-            value: req.value.unwrap_or_default(),
-            data: req.input.clone(),
-            nonce: req.nonce.unwrap_or(0),
-            chain_id: Some(cfg.chain_id),
-            access_list: req.access_list.clone().unwrap_or_default(),
-            gas_priority_fee: dynamic.then(|| req.max_priority_fee_per_gas.unwrap_or(0)),
-            blob_hashes: Vec::new(),
-            max_fee_per_blob_gas: 0,
-            authorization_list: Vec::new(),
-        };
+        let (env, tx) = call_envs(cfg, req)?;
         let evm = Context::mainnet()
             .with_db(BlockState::with_capacity(state, 4))
             .with_block(block_env(header, cfg.spec))

@@ -61,6 +61,7 @@
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
+//! - [`trace`]: geth's `debug_trace*` tracers (revm-inspectors).
 //! - `env` (private): translation of headers, config and transactions into
 //!   revm environments. `overlay` (private): the block's working state.
 //!   `prefetch` (private): the in-order loops' prefetch of the next
@@ -78,6 +79,7 @@ mod prefetch;
 pub mod sequential;
 pub mod stats;
 pub mod testing;
+pub mod trace;
 
 use alloy_primitives::B256;
 use sluice_messages::{ChangeSet, PreparedBlock, Receipt};

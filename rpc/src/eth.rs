@@ -63,7 +63,13 @@ const METHODS: &[&str] = &[
 
 /// The metric label for a method name.
 pub fn metric_label(method: &str) -> &'static str {
-    METHODS.iter().chain(&super::filters::METHODS).copied().find(|m| *m == method).unwrap_or("unknown")
+    METHODS
+        .iter()
+        .chain(&super::filters::METHODS)
+        .chain(super::trace::METHODS)
+        .copied()
+        .find(|m| *m == method)
+        .unwrap_or("unknown")
 }
 
 /// Runs one method.
@@ -186,6 +192,7 @@ pub async fn dispatch(
         }
         m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p),
         // Unknown unless faults.debug_rpc is on (loopback only).
+        m if super::trace::METHODS.contains(&m) => super::trace::call(s, m, &p),
         m if m.starts_with("debug_") => s.pipeline.debug(m, params),
         _ => Err(RpcError::method_not_found(method)),
     }
@@ -257,14 +264,14 @@ fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, Rpc
 /// Where a state read is answered: at the head (`latest`, `pending`: the
 /// current state in memory), or at the end of a named block, through the
 /// store's history, however far the chain has moved since.
-enum StateView<'a> {
+pub(crate) enum StateView<'a> {
     Head,
     At(StateAt<'a>, Arc<StoredBlock>),
 }
 
 impl<'a> StateView<'a> {
     /// The state to read.
-    fn reader(&self, s: &'a RpcState) -> &dyn StateReader {
+    pub(crate) fn reader(&self, s: &'a RpcState) -> &dyn StateReader {
         match self {
             StateView::Head => s.store.as_ref(),
             StateView::At(state, _) => state,
@@ -272,7 +279,7 @@ impl<'a> StateView<'a> {
     }
 
     /// The block whose end state this is (calls run in its environment).
-    fn block(&self, s: &RpcState) -> Arc<StoredBlock> {
+    pub(crate) fn block(&self, s: &RpcState) -> Arc<StoredBlock> {
         match self {
             StateView::Head => s.store.head_block(),
             StateView::At(_, block) => Arc::clone(block),
@@ -282,7 +289,7 @@ impl<'a> StateView<'a> {
 
 /// The state a block selector names: geth's "header not found" past the
 /// head, and the store's "missing trie node" before its history.
-fn state_at(s: &RpcState, id: BlockId) -> Result<StateView<'_>, RpcError> {
+pub(crate) fn state_at(s: &RpcState, id: BlockId) -> Result<StateView<'_>, RpcError> {
     if matches!(id, BlockId::Latest | BlockId::Pending) {
         return Ok(StateView::Head);
     }

@@ -32,6 +32,7 @@ mod send_raw_sync_answers_the_receipt;
 mod shutdown_drains_pipeline;
 mod state_reads_at_any_block;
 mod store_damage_halts_cleanly;
+mod traces_follow_geth;
 mod transfers_reach_receipts;
 mod validator_config_refused;
 mod validators_agree_and_rejoin;

@@ -1,0 +1,180 @@
+//! geth's `debug_trace*` tracers, with revm-inspectors' `DebugInspector`
+//! (the inspectors reth and Foundry use): the struct logger and its
+//! options, `callTracer`, `prestateTracer` (with `diffMode`),
+//! `4byteTracer`, `noopTracer` and the others it knows.
+//!
+//! A mined transaction is traced by replaying its block up to it on the
+//! state before the block (the caller reads that through the store's
+//! history), then running it under the inspector; a call, on the state at
+//! the block it names. Both run on the plain mainnet handler, as anvil and
+//! reth trace, so a trace shows what the sequential executor computed.
+
+use std::cell::RefCell;
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_rpc_types_trace::geth::{GethDebugTracingOptions, GethTrace};
+use revm::{
+    context::{BlockEnv, CfgEnv, Context, TxEnv},
+    context_interface::result::EVMError,
+    state::{AccountInfo, Bytecode},
+    Database, DatabaseRef, ExecuteEvm, InspectEvm, MainBuilder, MainContext,
+};
+use revm_inspectors::tracing::{DebugInspector, TransactionContext};
+use sluice_messages::{BlockHeader, RecoveredTx};
+use sluice_state::StateReader;
+
+use crate::{
+    call::{call_envs, CallRequest},
+    db::DbError,
+    env::{block_env, cfg_env, tx_env},
+    overlay::BlockState,
+    ExecConfig, ExecError,
+};
+
+/// Where a traced transaction sits (for tracers that report it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TracePosition {
+    /// Its block's hash.
+    pub block_hash: B256,
+    /// Its index among the block's applied transactions.
+    pub index: usize,
+}
+
+/// Traces `tx`, the transaction at `at` of the block with `header`, after
+/// replaying `before` (the block's applied transactions ahead of it, in
+/// order) on `state` (the state before the block).
+pub fn trace_transaction(
+    state: &dyn StateReader,
+    cfg: &ExecConfig,
+    header: &BlockHeader,
+    before: &[RecoveredTx],
+    (tx, at): (&RecoveredTx, TracePosition),
+    opts: GethDebugTracingOptions,
+) -> Result<GethTrace, ExecError> {
+    let mut db = BlockState::with_capacity(state, 2 * before.len() + 2);
+    replay(&mut db, cfg, header, before)?;
+    let env = tx_env(tx).map_err(|e| ExecError::InvalidCall(e.into()))?;
+    let ctx = TransactionContext {
+        block_hash: Some(at.block_hash),
+        tx_index: Some(at.index),
+        tx_hash: Some(tx.hash),
+    };
+    traced(&mut db, block_env(header, cfg.spec), cfg_env(cfg), env, Some(ctx), opts)
+}
+
+/// Traces each of a block's applied transactions `txs` in order, on
+/// `state` (the state before the block): one trace per transaction.
+pub fn trace_block(
+    state: &dyn StateReader,
+    cfg: &ExecConfig,
+    header: &BlockHeader,
+    block_hash: B256,
+    txs: &[RecoveredTx],
+    opts: &GethDebugTracingOptions,
+) -> Result<Vec<(B256, GethTrace)>, ExecError> {
+    let mut db = BlockState::with_capacity(state, 2 * txs.len() + 2);
+    let mut out = Vec::with_capacity(txs.len());
+    for (index, tx) in txs.iter().enumerate() {
+        let env = tx_env(tx).map_err(|e| ExecError::InvalidCall(e.into()))?;
+        let ctx = TransactionContext {
+            block_hash: Some(block_hash),
+            tx_index: Some(index),
+            tx_hash: Some(tx.hash),
+        };
+        let trace = traced(&mut db, block_env(header, cfg.spec), cfg_env(cfg), env, Some(ctx), opts.clone())?;
+        out.push((tx.hash, trace));
+        replay(&mut db, cfg, header, std::slice::from_ref(tx))?;
+    }
+    Ok(out)
+}
+
+/// Traces `req` as `eth_call` runs it, on `state` at the block with
+/// `header`.
+pub fn trace_call(
+    state: &dyn StateReader,
+    cfg: &ExecConfig,
+    header: &BlockHeader,
+    req: &CallRequest,
+    opts: GethDebugTracingOptions,
+) -> Result<GethTrace, ExecError> {
+    let (env, mut tx) = call_envs(cfg, req)?;
+    tx.gas_limit = req.gas.unwrap_or(header.gas_limit);
+    let mut db = BlockState::with_capacity(state, 4);
+    traced(&mut db, block_env(header, cfg.spec), env, tx, None, opts)
+}
+
+/// Applies `txs` to `db` in order, as the sequential executor does.
+fn replay(
+    db: &mut BlockState<'_>,
+    cfg: &ExecConfig,
+    header: &BlockHeader,
+    txs: &[RecoveredTx],
+) -> Result<(), ExecError> {
+    let mut evm = Context::mainnet()
+        .with_db(&mut *db)
+        .with_block(block_env(header, cfg.spec))
+        .with_cfg(cfg_env(cfg))
+        .build_mainnet();
+    for tx in txs {
+        let env = tx_env(tx).map_err(|e| ExecError::InvalidCall(e.into()))?;
+        match evm.transact(env) {
+            Ok(out) => evm.ctx.journaled_state.database.commit_tx(out.state)?,
+            Err(EVMError::Database(e)) => return Err(e.into()),
+            // Applied in the block, so never refused here; if it were, the
+            // sequential executor would have skipped it too.
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs `tx` under the tracer `opts` asks for, leaving `db` unchanged.
+fn traced(
+    db: &mut BlockState<'_>,
+    block: BlockEnv,
+    cfg: CfgEnv,
+    tx: TxEnv,
+    ctx: Option<TransactionContext>,
+    opts: GethDebugTracingOptions,
+) -> Result<GethTrace, ExecError> {
+    let mut inspector = DebugInspector::new(opts).map_err(|e| ExecError::InvalidCall(e.to_string()))?;
+    let res = {
+        let mut evm = Context::mainnet()
+            .with_db(&mut *db)
+            .with_block(block.clone())
+            .with_cfg(cfg)
+            .build_mainnet_with_inspector(&mut inspector);
+        match evm.inspect_tx(tx.clone()) {
+            Ok(res) => res,
+            Err(EVMError::Database(e)) => return Err(e.into()),
+            Err(e) => return Err(ExecError::InvalidCall(e.to_string())),
+        }
+    };
+    let mut reader = RefDb(RefCell::new(db));
+    inspector
+        .get_result(ctx, &tx, &block, &res, &mut reader)
+        .map_err(|e| ExecError::InvalidCall(format!("tracing failed: {e}")))
+}
+
+/// The block's working state read through `&self`, for the prestate tracer.
+struct RefDb<'a, 'b>(RefCell<&'a mut BlockState<'b>>);
+
+impl DatabaseRef for RefDb<'_, '_> {
+    type Error = DbError;
+
+    fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, DbError> {
+        self.0.borrow_mut().basic(address)
+    }
+
+    fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, DbError> {
+        self.0.borrow_mut().code_by_hash(code_hash)
+    }
+
+    fn storage_ref(&self, address: Address, index: U256) -> Result<U256, DbError> {
+        self.0.borrow_mut().storage(address, index)
+    }
+
+    fn block_hash_ref(&self, number: u64) -> Result<B256, DbError> {
+        self.0.borrow_mut().block_hash(number)
+    }
+}

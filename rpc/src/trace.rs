@@ -1,0 +1,84 @@
+//! `debug_traceTransaction`, `debug_traceCall`, `debug_traceBlockByNumber`
+//! and `debug_traceBlockByHash`, with geth's tracers and options
+//! (`sluice_executor::trace`). A mined transaction is traced on the state
+//! before its block, read through the store's history, so blocks outside
+//! `store.history_blocks` answer "missing trie node".
+
+use alloy_rpc_types_trace::geth::GethDebugTracingOptions;
+use serde_json::{json, Value};
+use sluice_executor::trace::{trace_block, trace_call, trace_transaction, TracePosition};
+use sluice_messages::RecoveredTx;
+use sluice_store::StoredBlock;
+
+use super::{
+    error::{RpcError, SERVER_ERROR},
+    eth::state_at,
+    params::Params,
+    RpcState,
+};
+
+/// The methods served here.
+pub const METHODS: &[&str] =
+    &["debug_traceTransaction", "debug_traceCall", "debug_traceBlockByNumber", "debug_traceBlockByHash"];
+
+/// Answers one of [`METHODS`].
+pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcError> {
+    match method {
+        "debug_traceTransaction" => {
+            let hash = p.hash(0)?;
+            let opts = options(p, 1)?;
+            let (block, i) = s
+                .store
+                .transaction(&hash)
+                .ok_or_else(|| RpcError::new(SERVER_ERROR, format!("transaction {hash} not found")))?;
+            let txs = applied(&block)?;
+            let state = s.store.state_at(block.block.header.number.saturating_sub(1))?;
+            let at = TracePosition { block_hash: block.block.hash, index: i };
+            let trace =
+                trace_transaction(&state, &s.exec, &block.block.header, &txs[..i], (&txs[i], at), opts)?;
+            Ok(json!(trace))
+        }
+        "debug_traceCall" => {
+            let req = p.call(0)?;
+            let view = state_at(s, p.block(1)?)?;
+            let opts = options(p, 2)?;
+            let block = view.block(s);
+            Ok(json!(trace_call(view.reader(s), &s.exec, &block.block.header, &req, opts)?))
+        }
+        "debug_traceBlockByNumber" | "debug_traceBlockByHash" => {
+            let view = state_at(s, p.block(0)?)?;
+            let block = view.block(s);
+            let opts = options(p, 1)?;
+            let txs = applied(&block)?;
+            let state = s.store.state_at(block.block.header.number.saturating_sub(1))?;
+            let traces = trace_block(&state, &s.exec, &block.block.header, block.block.hash, &txs, &opts)?;
+            Ok(Value::Array(
+                traces.into_iter().map(|(hash, result)| json!({"txHash": hash, "result": result})).collect(),
+            ))
+        }
+        other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+/// The tracing options at `i` (absent: the struct logger's defaults).
+fn options(p: &Params<'_>, i: usize) -> Result<GethDebugTracingOptions, RpcError> {
+    match p.opt(i) {
+        None => Ok(GethDebugTracingOptions::default()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| RpcError::invalid_arg(i, e)),
+    }
+}
+
+/// A committed block's applied transactions, in order.
+fn applied(block: &StoredBlock) -> Result<Vec<RecoveredTx>, RpcError> {
+    (0..block.receipts.len())
+        .map(|i| {
+            let r = &block.receipts[i];
+            let raw = block
+                .raw_tx(i)
+                .ok_or_else(|| RpcError::new(SERVER_ERROR, "stored block without its transaction"))?;
+            let tx = sluice_txpool::decode_envelope(raw, r.tx_hash)
+                .map_err(|e| RpcError::new(SERVER_ERROR, e.to_string()))?;
+            Ok(RecoveredTx { hash: r.tx_hash, raw: raw.clone(), tx, sender: r.from })
+        })
+        .collect()
+}

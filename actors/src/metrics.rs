@@ -114,6 +114,11 @@ pub const STORE_SYNC_SECONDS: &str = "sluice_store_sync_seconds";
 pub const STORE_DB_BYTES: &str = "sluice_store_db_bytes";
 /// Height of the last app hash recorded in the hash vault.
 pub const STORE_APP_HASH_HEIGHT: &str = "sluice_store_app_hash_height";
+/// Bytes the state cache holds (accounts, storage, code).
+pub const STATE_CACHE_BYTES: &str = "sluice_state_cache_bytes";
+/// Current-state reads by the executor and admission (labels `kind`:
+/// account, storage; `result`: hit, miss; a miss reads the database).
+pub const STATE_CACHE_READS: &str = "sluice_state_cache_reads_total";
 /// 1 while the store is halted after a failed commit.
 pub const STORE_HALTED: &str = "sluice_store_halted";
 /// The prefix of the process metrics (`metrics-process`, the names
@@ -173,6 +178,12 @@ fn zeros() {
         let _ = metrics::histogram!(PREPARE_PHASE_SECONDS, "phase" => phase);
     }
     metrics::counter!(OCC_BLOCKS, "path" => "scheduled").increment(0);
+    metrics::gauge!(STATE_CACHE_BYTES).set(0.0);
+    for kind in ["account", "storage"] {
+        for result in ["hit", "miss"] {
+            metrics::counter!(STATE_CACHE_READS, "kind" => kind, "result" => result).increment(0);
+        }
+    }
     for reason in ["lagging", "send_timeout", "silent", "protocol"] {
         metrics::counter!(WS_DROPPED, "reason" => reason).increment(0);
     }

@@ -98,6 +98,11 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
         },
         cache_blocks: cfg.store.cache_blocks,
         db_cache_bytes: cfg.store.db_cache_bytes,
+        state_cache: sluice_store::CacheBytes {
+            accounts: cfg.store.account_cache_bytes,
+            storage: cfg.store.storage_cache_bytes,
+            code: cfg.store.code_cache_bytes,
+        },
         history_blocks: cfg.store.history_blocks,
         fail_commit_at: cfg.store.inject_commit_failure_at_height,
         diverge_at: cfg.store.inject_app_hash_divergence_at_height,
@@ -121,6 +126,7 @@ pub fn build_genesis(cfg: &Config) -> Result<Genesis, NodeError> {
         base_fee: cfg.chain.base_fee_wei,
         coinbase: cfg.chain.coinbase,
         alloc: Default::default(),
+        synthetic: Default::default(),
     };
     if !cfg.chain.genesis_file.as_os_str().is_empty() {
         let path = &cfg.chain.genesis_file;
@@ -135,6 +141,7 @@ pub fn build_genesis(cfg: &Config) -> Result<Genesis, NodeError> {
         }
     }
     let balance = U256::from(cfg.chain.dev_balance_eth) * U256::from(WEI_PER_ETH);
+    genesis.synthetic = sluice_store::Synthetic { count: cfg.chain.synthetic_accounts, balance };
     for signer in dev_accounts::derive(&cfg.chain.mnemonic, cfg.chain.dev_accounts)? {
         genesis.alloc.entry(signer.address()).or_insert(GenesisAccount { balance, ..Default::default() });
     }
@@ -474,6 +481,18 @@ fn spawn_sampler(
             was_halted = halted.is_some();
             metrics::gauge!(m::STORE_HALTED).set(if was_halted { 1.0 } else { 0.0 });
             metrics::gauge!(m::STORE_DB_BYTES).set(store.db_bytes() as f64);
+            if let Some(c) = store.cache_stats() {
+                metrics::gauge!(m::STATE_CACHE_BYTES).set(c.bytes as f64);
+                let reads = [
+                    ("account", "hit", c.account_hits),
+                    ("account", "miss", c.account_misses),
+                    ("storage", "hit", c.storage_hits),
+                    ("storage", "miss", c.storage_misses),
+                ];
+                for (kind, result, n) in reads {
+                    metrics::counter!(m::STATE_CACHE_READS, "kind" => kind, "result" => result).absolute(n);
+                }
+            }
             process.collect();
         }
     });

@@ -78,6 +78,7 @@ fn replay_unguarded(
         base_fee: h.base_fee,
         coinbase: h.coinbase,
         alloc: Default::default(),
+        synthetic: db.synthetic()?,
     };
     for a in &alloc_changes.accounts {
         genesis.alloc.insert(

@@ -100,6 +100,7 @@ impl Default for Config {
                 dev_accounts: 10,
                 dev_balance_eth: 10_000,
                 mnemonic: "test test test test test test test test test test test junk".into(),
+                synthetic_accounts: 0,
             },
             rpc: RpcConfig {
                 addr: SocketAddr::from(([127, 0, 0, 1], 8545)),
@@ -162,6 +163,9 @@ impl Default for Config {
                 sync_every_blocks: 1,
                 cache_blocks: 128,
                 db_cache_bytes: 256 * 1024 * 1024,
+                account_cache_bytes: 128 * 1024 * 1024,
+                storage_cache_bytes: 128 * 1024 * 1024,
+                code_cache_bytes: 64 * 1024 * 1024,
                 history_blocks: 0,
                 inject_commit_failure_at_height: 0,
                 inject_app_hash_divergence_at_height: 0,
@@ -253,10 +257,13 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 32] = [
+        let positive: [(&str, u64); 35] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
+            ("store.account_cache_bytes", self.store.account_cache_bytes),
+            ("store.storage_cache_bytes", self.store.storage_cache_bytes),
+            ("store.code_cache_bytes", self.store.code_cache_bytes),
             ("chain.chain_id", self.chain.chain_id),
             ("chain.block_gas_limit", self.chain.block_gas_limit),
             ("rpc.workers", self.rpc.workers as u64),

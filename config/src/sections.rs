@@ -55,6 +55,9 @@ pub struct ChainConfig {
     pub dev_balance_eth: u64,
     /// BIP-39 mnemonic of the dev accounts.
     pub mnemonic: String,
+    /// Synthetic accounts funded at genesis with `dev_balance_eth` each,
+    /// at addresses anyone can compute (state-size benchmarks).
+    pub synthetic_accounts: u64,
 }
 
 /// JSON-RPC server limits.
@@ -226,6 +229,12 @@ pub struct StoreConfig {
     pub cache_blocks: usize,
     /// The database's own page cache (redb's default is 1 GiB).
     pub db_cache_bytes: usize,
+    /// Current accounts kept in memory, in bytes (the rest are on disk).
+    pub account_cache_bytes: u64,
+    /// Current storage slots kept in memory, in bytes.
+    pub storage_cache_bytes: u64,
+    /// Contract code kept in memory, in bytes.
+    pub code_cache_bytes: u64,
     /// State history kept: reads answer at the last this many blocks
     /// (like a geth full node's 128); 0 keeps every block's.
     pub history_blocks: u64,

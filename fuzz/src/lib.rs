@@ -33,6 +33,7 @@ pub fn offline_state() -> Arc<RpcState> {
         base_fee: BASE_FEE,
         coinbase: Address::ZERO,
         alloc,
+        synthetic: Default::default(),
     };
     let mut limits = sluice_config::Config::default().rpc;
     limits.max_batch_len = 50;

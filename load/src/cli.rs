@@ -59,6 +59,10 @@ pub enum WorkloadKind {
     Erc20,
     /// Increments of one counter contract (fully contended).
     Counter,
+    /// Native transfers to random existing accounts among
+    /// `--existing-accounts` synthetic accounts funded at genesis (the
+    /// node's `chain.synthetic_accounts`).
+    Existing,
 }
 
 /// The flags of a load run.
@@ -84,6 +88,10 @@ pub struct RunArgs {
     /// sender's pair partner.
     #[arg(long, value_name = "R", default_value_t = 0.1)]
     pub conflict_rate: f64,
+    /// For `--workload existing`: how many synthetic accounts the chain
+    /// funded at genesis (its `chain.synthetic_accounts`).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub existing_accounts: u64,
     /// Use N seeded sender keys (see `sluice load genesis`).
     #[arg(long, value_name = "N", conflicts_with = "mnemonic_accounts")]
     pub accounts: Option<u64>,

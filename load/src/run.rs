@@ -89,6 +89,12 @@ pub fn run(args: &RunArgs) -> Result<Summary, LoadError> {
     let workload = match args.workload {
         WorkloadKind::Transfer => Workload::Transfer,
         WorkloadKind::Conflict => Workload::Conflict { rate: args.conflict_rate },
+        WorkloadKind::Existing => {
+            if args.existing_accounts == 0 {
+                return Err(LoadError::Args("--existing-accounts must be at least 1".into()));
+            }
+            Workload::Existing { accounts: args.existing_accounts }
+        }
         WorkloadKind::Counter => {
             let counter = setup::deploy(&rpc, &fees, &signers[0], &contracts::counter_runtime())?;
             eprintln!("setup: counter at {counter}");

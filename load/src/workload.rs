@@ -26,6 +26,13 @@ pub enum Workload {
         /// The token.
         token: Address,
     },
+    /// 1 wei to a random existing account among the first `accounts`
+    /// synthetic accounts funded at genesis (`chain.synthetic_accounts`):
+    /// state that does not grow, reads spread over all of it.
+    Existing {
+        /// How many synthetic accounts the chain has.
+        accounts: u64,
+    },
     /// `increment()` on one counter: every transaction writes one slot.
     Counter {
         /// The counter.
@@ -69,6 +76,15 @@ impl Workload {
                     _ => keys::recipient(seed, index),
                 };
                 (to, 21_000, Bytes::new(), U256::from(1))
+            }
+            Workload::Existing { accounts } => {
+                let pick = (unit_draw(seed, index) * accounts as f64) as u64;
+                (
+                    sluice_messages::synthetic_address(pick.min(accounts.saturating_sub(1))),
+                    21_000,
+                    Bytes::new(),
+                    U256::from(1),
+                )
             }
             Workload::Erc20 { token } => {
                 let data = contracts::call_address_amount(

@@ -12,12 +12,14 @@
 //! - [`receipt`]: execution results per transaction, with logs.
 //! - [`changes`]: a block's state change set in canonical order.
 //! - [`spec`]: the hard fork whose rules the chain follows.
+//! - [`synthetic`]: addresses of the synthetic accounts funded at genesis.
 //! - [`wire`]: the protobuf (prost) schema used by the store and, later, peers.
 
 pub mod block;
 pub mod changes;
 pub mod receipt;
 pub mod spec;
+pub mod synthetic;
 pub mod tx;
 pub mod wire;
 
@@ -25,4 +27,5 @@ pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock, StateRef
 pub use changes::{AccountChange, ChangeSet, CodeChange};
 pub use receipt::{Log, Receipt};
 pub use spec::Spec;
+pub use synthetic::synthetic_address;
 pub use tx::{keccak256, PreparedTx, RecoveredTx};

@@ -109,6 +109,7 @@ fn genesis(accounts: u64) -> Genesis {
         base_fee: 1_000_000_000,
         coinbase: Address::ZERO,
         alloc,
+        synthetic: Default::default(),
     }
 }
 
@@ -119,6 +120,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         sync,
         cache_blocks: 64,
         db_cache_bytes: 256 << 20,
+        state_cache: sluice_store::CacheBytes::default(),
         history_blocks: 0,
         fail_commit_at: 0,
         diverge_at: 0,

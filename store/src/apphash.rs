@@ -53,6 +53,21 @@ pub fn app_hash(prev: &B256, height: u64, block_hash: &B256, gas_used: u64, chan
     B256::from(*h.finalize().as_bytes())
 }
 
+/// Genesis's app hash with its synthetic accounts folded in (unchanged when
+/// there are none): they are never listed in a change set, but they are
+/// state, so two chains that differ in them differ in app hash.
+pub fn fold_synthetic(app: B256, synthetic: &crate::Synthetic) -> B256 {
+    if synthetic.count == 0 {
+        return app;
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(b"sluice/app-hash/synthetic/v1");
+    h.update(app.as_slice());
+    h.update(&synthetic.count.to_be_bytes());
+    h.update(&synthetic.balance.to_be_bytes::<32>());
+    B256::from(*h.finalize().as_bytes())
+}
+
 /// Total order used for storage keys in change sets (numeric).
 pub fn slot_order(a: &U256, b: &U256) -> std::cmp::Ordering {
     a.cmp(b)

@@ -7,13 +7,14 @@ use std::{
 };
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use parking_lot::{MappedMutexGuard, Mutex, MutexGuard, RwLock};
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use sluice_messages::{
     AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, Log, Receipt, SealedBlock,
 };
 
 use crate::{
-    apphash::app_hash,
+    apphash::{app_hash, fold_synthetic},
+    cache::{CacheBytes, CacheStats, StateCache},
     db::{ChainIdentity, Db, SyncPolicy},
     state::MemState,
     Account, Genesis, StateReader, StoreError,
@@ -49,6 +50,8 @@ struct TxLocation {
 }
 
 struct Inner {
+    /// Current state of an in-memory store (a durable one reads it from
+    /// the database through `Store::cache`).
     state: MemState,
     /// Height of the last committed block.
     head: u64,
@@ -105,7 +108,12 @@ pub struct CommitInfo {
 pub struct Store {
     inner: RwLock<Inner>,
     /// `None` in memory; `Some(None)` once [`Store::close`] closed it.
-    db: Option<Mutex<Option<Db>>>,
+    /// Reads and the commit share it (redb reads see the last committed
+    /// transaction while a write is under way); only close takes it alone.
+    db: Option<RwLock<Option<Db>>>,
+    /// Current state read from the database, within a byte budget
+    /// (durable stores only).
+    cache: Option<StateCache>,
     cache_blocks: usize,
     genesis_fingerprint: B256,
     /// The database was repaired when it was opened ([`Db::repaired`]).
@@ -130,6 +138,8 @@ pub struct DurableOptions {
     pub cache_blocks: usize,
     /// The database's page cache, in bytes.
     pub db_cache_bytes: usize,
+    /// Budgets of the state cache over the database.
+    pub state_cache: CacheBytes,
     /// State history kept, in blocks (0: all); see [`crate::history`].
     pub history_blocks: u64,
     /// Fault injection: the commit of this height fails (0 = never).
@@ -223,7 +233,7 @@ fn genesis_block(genesis: &Genesis) -> (StoredBlock, ChangeSet) {
     };
     let hash = header.hash();
     let changes = genesis_changes(genesis);
-    let app = app_hash(&B256::ZERO, 0, &hash, 0, &changes);
+    let app = fold_synthetic(app_hash(&B256::ZERO, 0, &hash, 0, &changes), &genesis.synthetic);
     let block = StoredBlock {
         block: Arc::new(SealedBlock { header, hash, txs: Vec::new() }),
         receipts: Vec::new(),
@@ -245,6 +255,10 @@ impl Store {
         for (address, acct) in &genesis.alloc {
             state.insert_genesis(*address, acct);
         }
+        for (address, balance) in genesis.synthetic.accounts() {
+            let acct = crate::GenesisAccount { balance, ..Default::default() };
+            state.insert_genesis(address, &acct);
+        }
         let (block, _) = genesis_block(genesis);
         let mut inner = Inner {
             state,
@@ -258,6 +272,7 @@ impl Store {
         Store {
             inner: RwLock::new(inner),
             db: None,
+            cache: None,
             cache_blocks: usize::MAX,
             genesis_fingerprint: genesis.fingerprint(),
             repaired: false,
@@ -291,47 +306,47 @@ impl Store {
         };
         let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_cache_bytes)?;
         db.keep_history_blocks(opts.history_blocks);
-        let mut store = match loaded {
+        let head = match loaded {
             None => {
-                let store = Store::new(genesis);
                 let (block, changes) = genesis_block(genesis);
-                let hashes: Vec<B256> = {
-                    let inner = store.inner.read();
-                    changes.accounts.iter().map(|c| inner.state.code_hash_after(c)).collect()
-                };
+                let hashes: Vec<B256> = changes
+                    .accounts
+                    .iter()
+                    .map(|c| c.code.as_ref().map_or(crate::EMPTY_CODE_HASH, |code| code.hash))
+                    .collect();
+                db.write_synthetic(&genesis.synthetic)?;
                 // Genesis is always synced: everything after builds on it.
                 db.write_block(&block, &changes, &hashes)?;
-                store
+                0
             }
-            Some(loaded) => {
-                let mut inner = Inner {
-                    state: loaded.state,
-                    head: 0,
-                    recent: VecDeque::new(),
-                    by_hash: HashMap::new(),
-                    txs: HashMap::new(),
-                    halted: None,
-                };
-                let first = loaded.head.saturating_sub(opts.cache_blocks.max(1) as u64 - 1);
-                for n in first..=loaded.head {
-                    let block =
-                        db.block(n)?.ok_or_else(|| StoreError::Corrupt(format!("block {n} is missing")))?;
-                    inner.push(Arc::new(block));
-                }
-                verify_recent(&db, loaded.head)?;
-                Store {
-                    inner: RwLock::new(inner),
-                    db: None,
-                    cache_blocks: usize::MAX,
-                    genesis_fingerprint: id.genesis,
-                    repaired: false,
-                    fail_commit_at: 0,
-                    diverge_at: 0,
-                }
-            }
+            Some(loaded) => loaded.head,
+        };
+        let mut inner = Inner {
+            state: MemState::default(),
+            head: 0,
+            recent: VecDeque::new(),
+            by_hash: HashMap::new(),
+            txs: HashMap::new(),
+            halted: None,
+        };
+        let first = head.saturating_sub(opts.cache_blocks.max(1) as u64 - 1);
+        for n in first..=head {
+            let block = db.block(n)?.ok_or_else(|| StoreError::Corrupt(format!("block {n} is missing")))?;
+            inner.push(Arc::new(block));
+        }
+        verify_recent(&db, head)?;
+        let mut store = Store {
+            inner: RwLock::new(inner),
+            db: None,
+            cache: Some(StateCache::new(opts.state_cache)),
+            cache_blocks: usize::MAX,
+            genesis_fingerprint: id.genesis,
+            repaired: false,
+            fail_commit_at: 0,
+            diverge_at: 0,
         };
         store.repaired = db.repaired();
-        store.db = Some(Mutex::new(Some(db)));
+        store.db = Some(RwLock::new(Some(db)));
         store.cache_blocks = opts.cache_blocks.max(1);
         store.fail_commit_at = opts.fail_commit_at;
         store.diverge_at = opts.diverge_at;
@@ -411,7 +426,15 @@ impl Store {
 
     /// Number of accounts in current state.
     pub fn account_count(&self) -> usize {
-        self.inner.read().state.len()
+        match self.disk() {
+            Some(db) => db.account_count().map_or(0, |n| n as usize),
+            None => self.inner.read().state.len(),
+        }
+    }
+
+    /// The state cache's hits, misses and size (durable stores only).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.cache.as_ref().map(StateCache::stats)
     }
 
     /// Size of the database file (0 in memory).
@@ -433,8 +456,15 @@ impl Store {
     }
 
     /// The open database, if this store is durable and not closed.
-    fn disk(&self) -> Option<MappedMutexGuard<'_, Db>> {
-        MutexGuard::try_map(self.db.as_ref()?.lock(), Option::as_mut).ok()
+    fn disk(&self) -> Option<MappedRwLockReadGuard<'_, Db>> {
+        // Recursive: a read under way must not wait behind a close queued
+        // after it (parking_lot's locks are fair to writers).
+        RwLockReadGuard::try_map(self.db.as_ref()?.read_recursive(), Option::as_ref).ok()
+    }
+
+    /// The open database, or the error a read of a closed store answers.
+    fn open_disk(&self) -> Result<MappedRwLockReadGuard<'_, Db>, StoreError> {
+        self.disk().ok_or_else(|| StoreError::Halted("the store was closed at shutdown".into()))
     }
 
     /// Closes the database file, making every commit durable and marking
@@ -444,7 +474,7 @@ impl Store {
     /// holders to go: threads still winding down at exit would keep the
     /// file open. Reads after it find only cached blocks; commits fail.
     pub fn close(&self) -> Result<(), StoreError> {
-        let db = self.db.as_ref().and_then(|db| db.lock().take());
+        let db = self.db.as_ref().and_then(|db| db.write().take());
         db.map_or(Ok(()), Db::close)
     }
 
@@ -452,7 +482,7 @@ impl Store {
     /// then makes it visible to readers, chaining its app hash. Blocks must
     /// arrive in order. A failure is latched: every later commit fails.
     pub fn commit(&self, executed: &ExecutedBlock) -> Result<CommitInfo, StoreError> {
-        let (prev, expected, code_hashes) = {
+        let (prev, expected) = {
             let inner = self.inner.read();
             if let Some(reason) = &inner.halted {
                 return Err(StoreError::Halted(reason.clone()));
@@ -461,10 +491,9 @@ impl Store {
                 Some(b) => b.app_hash,
                 None => unreachable!("the store always holds its head block"),
             };
-            let hashes: Vec<B256> =
-                executed.changes.accounts.iter().map(|c| inner.state.code_hash_after(c)).collect();
-            (prev, inner.head + 1, hashes)
+            (prev, inner.head + 1)
         };
+        let code_hashes = self.code_hashes_after(&executed.changes)?;
         let number = executed.block.header.number;
         if number != expected {
             return Err(StoreError::OutOfOrder { expected, got: number });
@@ -487,8 +516,8 @@ impl Store {
             let result = if number == self.fail_commit_at {
                 Err(StoreError::Io(format!("injected commit failure at height {number}")))
             } else {
-                let mut db = db.lock();
-                match db.as_mut().map(|db| (db.vault(number), db)) {
+                let db = db.read_recursive();
+                match db.as_ref().map(|db| (db.vault(number), db)) {
                     None => Err(StoreError::Halted("the store was closed at shutdown".into())),
                     Some((Ok(Some(recorded)), _)) if recorded != app => Err(StoreError::Corrupt(format!(
                         "app hash mismatch at height {number}: the hash vault recorded {recorded}, this node produced {app}"
@@ -498,7 +527,12 @@ impl Store {
                 }
             };
             match result {
-                Ok(s) => synced = s,
+                Ok(written) => {
+                    synced = written.synced;
+                    if let Some(cache) = &self.cache {
+                        cache.committed(&executed.changes, &code_hashes, &written.wiped);
+                    }
+                }
                 Err(e) => {
                     self.halt(e.to_string());
                     return Err(e);
@@ -507,7 +541,9 @@ impl Store {
         }
         let write = start.elapsed();
         let mut inner = self.inner.write();
-        inner.state.apply(&executed.changes);
+        if self.cache.is_none() {
+            inner.state.apply(&executed.changes);
+        }
         inner.push(stored);
         let keep = self.cache_blocks;
         inner.evict_to(keep);
@@ -535,6 +571,26 @@ impl Store {
         };
         self.halt(err.to_string());
         Err(err)
+    }
+
+    /// The code hash each account change leaves: what the change says for
+    /// fresh accounts, otherwise the current one.
+    fn code_hashes_after(&self, changes: &ChangeSet) -> Result<Vec<B256>, StoreError> {
+        if self.cache.is_none() {
+            let inner = self.inner.read();
+            return Ok(changes.accounts.iter().map(|c| inner.state.code_hash_after(c)).collect());
+        }
+        changes
+            .accounts
+            .iter()
+            .map(|c| match (&c.code, c.storage_cleared || c.deleted) {
+                (Some(code), _) => Ok(code.hash),
+                (None, true) => Ok(crate::EMPTY_CODE_HASH),
+                (None, false) => {
+                    Ok(self.account(&c.address)?.map_or(crate::EMPTY_CODE_HASH, |a| a.code_hash))
+                }
+            })
+            .collect()
     }
 
     /// Latches a failure: every later commit fails with it.
@@ -653,10 +709,7 @@ impl StateReader for StateAt<'_> {
         if self.store.at_head(self.block) {
             return self.store.account(address);
         }
-        match self.store.disk() {
-            Some(db) => db.account_at(address, self.block),
-            None => Err(StoreError::Halted("the store was closed at shutdown".into())),
-        }
+        self.store.open_disk()?.account_at(address, self.block)
     }
     fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
         // Code is never removed: by hash, it is the same at every block.
@@ -666,25 +719,46 @@ impl StateReader for StateAt<'_> {
         if self.store.at_head(self.block) {
             return self.store.storage(address, slot);
         }
-        match self.store.disk() {
-            Some(db) => db.storage_at(address, slot, self.block),
-            None => Err(StoreError::Halted("the store was closed at shutdown".into())),
-        }
+        self.store.open_disk()?.storage_at(address, slot, self.block)
     }
     fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
         self.store.block_hash(number)
     }
 }
 
+/// Current state: from memory without a database; with one, from the
+/// cache, a miss read from the database and filled (see [`crate::cache`]).
 impl StateReader for Store {
     fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
-        Ok(self.inner.read().state.account(address))
+        let Some(cache) = &self.cache else { return Ok(self.inner.read().state.account(address)) };
+        if let Some(found) = cache.account(address) {
+            return Ok(found);
+        }
+        let seen = cache.epoch();
+        let found = self.open_disk()?.account(address)?;
+        cache.fill_account(seen, *address, found);
+        Ok(found)
     }
     fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
-        Ok(self.inner.read().state.code(hash))
+        let Some(cache) = &self.cache else { return Ok(self.inner.read().state.code(hash)) };
+        if let Some(found) = cache.code(hash) {
+            return Ok(found);
+        }
+        let found = self.open_disk()?.code(hash)?;
+        if !found.is_empty() {
+            cache.fill_code(*hash, found.clone());
+        }
+        Ok(found)
     }
     fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError> {
-        Ok(self.inner.read().state.storage(address, slot))
+        let Some(cache) = &self.cache else { return Ok(self.inner.read().state.storage(address, slot)) };
+        if let Some(found) = cache.storage(address, slot) {
+            return Ok(found);
+        }
+        let seen = cache.epoch();
+        let found = self.open_disk()?.storage(address, slot)?;
+        cache.fill_storage(seen, *address, *slot, found);
+        Ok(found)
     }
     fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
         Ok(self.block(number).map(|b| b.block.hash).unwrap_or_default())

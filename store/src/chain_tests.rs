@@ -14,7 +14,15 @@ fn genesis(chain_id: u64) -> Genesis {
         Address::repeat_byte(1),
         GenesisAccount { balance: U256::from(1_000_000u64), ..Default::default() },
     );
-    Genesis { chain_id, timestamp: 0, gas_limit: 30_000_000, base_fee: 7, coinbase: Address::ZERO, alloc }
+    Genesis {
+        chain_id,
+        timestamp: 0,
+        gas_limit: 30_000_000,
+        base_fee: 7,
+        coinbase: Address::ZERO,
+        alloc,
+        synthetic: Default::default(),
+    }
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
@@ -30,6 +38,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         sync,
         cache_blocks: 2,
         db_cache_bytes: 16 << 20,
+        state_cache: crate::CacheBytes::default(),
         history_blocks: 0,
         fail_commit_at: 0,
         diverge_at: 0,

@@ -7,15 +7,19 @@
 //!
 //! Per block it stores the block (header + raw transactions), its results
 //! (receipts, positions, gas used, app hash), its change set, and the app
-//! hash in the hash vault; it also keeps current state (accounts, storage,
-//! code) so a restart loads state instead of replaying from genesis. One
-//! write transaction per block: a block is either wholly on disk or not.
+//! hash in the hash vault, the priors of what it changed (the history), and
+//! current state (accounts, storage, code), which is read from here through
+//! a bounded cache ([`crate::cache`]), never loaded whole. One write
+//! transaction per block: a block is either wholly on disk or not.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicU32, Ordering},
+};
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use prost::Message;
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use crate::history::{self, AtBlock, HistoryWriter, ACCOUNT_HISTORY, STORAGE_HISTORY};
 use sluice_messages::{
@@ -23,7 +27,7 @@ use sluice_messages::{
     ChangeSet, Receipt, SealedBlock,
 };
 
-use crate::{chain::StoredBlock, state::MemState, Account, StoreError};
+use crate::{chain::StoredBlock, Account, StoreError, Synthetic};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
@@ -159,7 +163,8 @@ pub struct Db {
     db: Database,
     path: PathBuf,
     policy: SyncPolicy,
-    unsynced: u32,
+    /// Commits since the last synced one (only the committer writes).
+    unsynced: AtomicU32,
     /// redb found the file not cleanly closed and repaired it at open.
     repaired: bool,
     /// State history kept, in blocks (0: all).
@@ -168,11 +173,22 @@ pub struct Db {
 
 /// What a data dir held at start.
 pub struct Loaded {
-    /// Current state.
-    pub state: MemState,
     /// Last committed height.
     pub head: u64,
 }
+
+/// What one block's write did.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Whether it was synced to disk.
+    pub synced: bool,
+    /// The slots that deleted or recreated accounts held, now gone.
+    pub wiped: Vec<(Address, U256)>,
+}
+
+/// Synthetic accounts are inserted this many per write transaction, so a
+/// genesis of millions does not hold them all as dirty pages at once.
+const SYNTHETIC_BATCH: u64 = 500_000;
 
 impl Db {
     /// Opens (or creates) the database in `dir`. A data dir of another chain
@@ -195,7 +211,7 @@ impl Db {
             .create(&path)
             .map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
         let repaired = repairing.load(std::sync::atomic::Ordering::Relaxed);
-        let me = Db { db, path, policy, unsynced: 0, repaired, history_blocks: 0 };
+        let me = Db { db, path, policy, unsynced: AtomicU32::new(0), repaired, history_blocks: 0 };
         let stored = me.identity()?;
         match stored {
             None => {
@@ -248,8 +264,14 @@ impl Db {
     fn open_existing_at(path: PathBuf) -> Result<(Db, ChainIdentity, u64), StoreError> {
         let db =
             Database::open(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
-        let me =
-            Db { db, path, policy: SyncPolicy::EveryBlock, unsynced: 0, repaired: false, history_blocks: 0 };
+        let me = Db {
+            db,
+            path,
+            policy: SyncPolicy::EveryBlock,
+            unsynced: AtomicU32::new(0),
+            repaired: false,
+            history_blocks: 0,
+        };
         let id = me.identity()?.ok_or_else(|| corrupt("database has no chain identity"))?;
         let head = me.head()?.ok_or_else(|| corrupt("database has no head"))?;
         Ok((me, id, head))
@@ -331,39 +353,98 @@ impl Db {
 
     fn load(&self) -> Result<Loaded, StoreError> {
         let head = self.head()?.ok_or_else(|| corrupt("database has a chain identity but no blocks"))?;
-        let r = self.db.begin_read().map_err(io)?;
-        let mut state = MemState::default();
-        for entry in r.open_table(ACCOUNTS).map_err(io)?.iter().map_err(io)? {
-            let (k, v) = entry.map_err(io)?;
-            let address = Address::try_from(k.value()).map_err(|_| corrupt("account key"))?;
-            state.insert_account(address, decode_account(v.value())?);
+        Ok(Loaded { head })
+    }
+
+    /// Current account `address` (`None`: absent).
+    pub fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
+        self.read(|r| match r.open_table(ACCOUNTS).map_err(io)?.get(address.as_slice()).map_err(io)? {
+            Some(v) => decode_account(v.value()).map(Some),
+            None => Ok(None),
+        })
+    }
+
+    /// Current slot `slot` of `address` (zero when unset).
+    pub fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError> {
+        let k = slot_key(address, slot);
+        self.read(|r| {
+            let t = r.open_table(STORAGE).map_err(io)?;
+            let v = t.get(k.as_slice()).map_err(io)?;
+            Ok(v.map_or(U256::ZERO, |v| U256::from_be_slice(v.value())))
+        })
+    }
+
+    /// Code by hash (empty when unknown).
+    pub fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
+        self.read(|r| {
+            let t = r.open_table(CODES).map_err(io)?;
+            let v = t.get(hash.as_slice()).map_err(io)?;
+            Ok(v.map_or_else(Bytes::new, |v| Bytes::copy_from_slice(v.value())))
+        })
+    }
+
+    /// Number of accounts in current state.
+    pub fn account_count(&self) -> Result<u64, StoreError> {
+        self.read(|r| r.open_table(ACCOUNTS).map_err(io)?.len().map_err(io))
+    }
+
+    /// Writes genesis's synthetic accounts (before its block, which makes
+    /// them part of the chain), in batches of [`SYNTHETIC_BATCH`] in address
+    /// order, and records how many there are for replay.
+    pub fn write_synthetic(&self, synthetic: &Synthetic) -> Result<(), StoreError> {
+        if synthetic.count == 0 {
+            return Ok(());
         }
-        for entry in r.open_table(STORAGE).map_err(io)?.iter().map_err(io)? {
-            let (k, v) = entry.map_err(io)?;
-            let (k, v) = (k.value(), v.value());
-            if k.len() != 52 || v.len() != 32 {
-                return Err(corrupt("storage record"));
+        let path = self.path.clone();
+        crate::guard::guarded(&path, || {
+            let empty = Account { balance: synthetic.balance, nonce: 0, code_hash: crate::EMPTY_CODE_HASH };
+            let value = encode_account(&empty);
+            let mut first = 0;
+            while first < synthetic.count {
+                let last = (first + SYNTHETIC_BATCH).min(synthetic.count);
+                let mut keys: Vec<Address> = (first..last).map(sluice_messages::synthetic_address).collect();
+                // Sorted inserts fill B-tree pages in order (denser, faster).
+                keys.sort_unstable();
+                let mut w = self.db.begin_write().map_err(io)?;
+                w.set_durability(Durability::None).map_err(io)?;
+                {
+                    let mut accounts = w.open_table(ACCOUNTS).map_err(io)?;
+                    for k in &keys {
+                        accounts.insert(k.as_slice(), value.as_slice()).map_err(io)?;
+                    }
+                }
+                w.commit().map_err(io)?;
+                first = last;
             }
-            let address = Address::from_slice(&k[..20]);
-            state.insert_slot(address, U256::from_be_slice(&k[20..]), U256::from_be_slice(v));
+            let mut record = [0u8; 40];
+            record[..8].copy_from_slice(&synthetic.count.to_be_bytes());
+            record[8..].copy_from_slice(&synthetic.balance.to_be_bytes::<32>());
+            let w = self.db.begin_write().map_err(io)?;
+            w.open_table(META).map_err(io)?.insert("synthetic", record.as_slice()).map_err(io)?;
+            // Synced by the genesis block's commit that follows.
+            w.commit().map_err(io)
+        })
+    }
+
+    /// The synthetic accounts genesis wrote (none for most chains).
+    pub fn synthetic(&self) -> Result<Synthetic, StoreError> {
+        let Some(v) = self.meta("synthetic")? else { return Ok(Synthetic::default()) };
+        if v.len() != 40 {
+            return Err(corrupt("meta synthetic"));
         }
-        for entry in r.open_table(CODES).map_err(io)?.iter().map_err(io)? {
-            let (k, v) = entry.map_err(io)?;
-            let hash = B256::try_from(k.value()).map_err(|_| corrupt("code key"))?;
-            state.insert_code(hash, Bytes::copy_from_slice(v.value()));
-        }
-        Ok(Loaded { state, head })
+        let mut count = [0u8; 8];
+        count.copy_from_slice(&v[..8]);
+        Ok(Synthetic { count: u64::from_be_bytes(count), balance: U256::from_be_slice(&v[8..]) })
     }
 
     /// Writes one committed block in one transaction. `code_hashes[i]` is
-    /// the code hash account change `i` leaves. Synced per the policy;
-    /// returns whether this commit was synced.
+    /// the code hash account change `i` leaves. Synced per the policy.
     pub fn write_block(
-        &mut self,
+        &self,
         stored: &StoredBlock,
         changes: &ChangeSet,
         code_hashes: &[B256],
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Written, StoreError> {
         // A write reads pages too (the tables' trees, the allocator's
         // state): damage found there panics as on a read.
         let path = self.path.clone();
@@ -371,18 +452,19 @@ impl Db {
     }
 
     fn write_block_unguarded(
-        &mut self,
+        &self,
         stored: &StoredBlock,
         changes: &ChangeSet,
         code_hashes: &[B256],
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Written, StoreError> {
         let n = stored.block.header.number;
         // Genesis is always synced: everything after builds on it.
         let sync = n == 0
             || match self.policy {
                 SyncPolicy::EveryBlock => true,
-                SyncPolicy::EveryNBlocks(every) => self.unsynced + 1 >= every.max(1),
+                SyncPolicy::EveryNBlocks(every) => self.unsynced.load(Ordering::Relaxed) + 1 >= every.max(1),
             };
+        let mut gone_slots = Vec::new();
         let mut w = self.db.begin_write().map_err(io)?;
         w.set_durability(if sync { Durability::Immediate } else { Durability::None }).map_err(io)?;
         {
@@ -433,6 +515,7 @@ impl Db {
                         }
                         let slot = U256::from_be_slice(&k[20..]);
                         history.slot(&c.address, &slot, U256::from_be_slice(v), false).map_err(io)?;
+                        gone_slots.push((c.address, slot));
                     }
                 }
                 if c.deleted {
@@ -466,8 +549,12 @@ impl Db {
             w.open_table(META).map_err(io)?.insert("head", n.to_be_bytes().as_slice()).map_err(io)?;
         }
         w.commit().map_err(io)?;
-        self.unsynced = if sync { 0 } else { self.unsynced + 1 };
-        Ok(sync)
+        if sync {
+            self.unsynced.store(0, Ordering::Relaxed);
+        } else {
+            self.unsynced.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(Written { synced: sync, wiped: gone_slots })
     }
 
     /// A stored block with its results.

@@ -32,6 +32,27 @@ pub struct Genesis {
     pub coinbase: Address,
     /// Funded accounts, sorted by address.
     pub alloc: BTreeMap<Address, GenesisAccount>,
+    /// Synthetic accounts funded besides `alloc` (benchmarks of large state).
+    pub synthetic: Synthetic,
+}
+
+/// `count` accounts at [`sluice_messages::synthetic_address`]`(0..count)`,
+/// each holding `balance` and nothing else. They are written straight to
+/// the database at genesis and never listed in a change set, so a chain
+/// can start with millions of accounts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Synthetic {
+    /// How many (0: none).
+    pub count: u64,
+    /// Balance of each, in wei.
+    pub balance: U256,
+}
+
+impl Synthetic {
+    /// Each synthetic account, in index order.
+    pub fn accounts(&self) -> impl Iterator<Item = (Address, U256)> + '_ {
+        (0..self.count).map(|i| (sluice_messages::synthetic_address(i), self.balance))
+    }
 }
 
 impl Genesis {
@@ -50,6 +71,13 @@ impl Genesis {
                 buf.extend_from_slice(&k.to_be_bytes::<32>());
                 buf.extend_from_slice(&v.to_be_bytes::<32>());
             }
+        }
+        // Absent when there are none, so genesis files fingerprinted before
+        // synthetic accounts existed keep their fingerprint.
+        if self.synthetic.count > 0 {
+            buf.extend_from_slice(b"synthetic");
+            buf.extend_from_slice(&self.synthetic.count.to_be_bytes());
+            buf.extend_from_slice(&self.synthetic.balance.to_be_bytes::<32>());
         }
         sluice_messages::keccak256(&buf)
     }

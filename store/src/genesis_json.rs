@@ -142,6 +142,7 @@ impl Genesis {
                 None => defaults.coinbase,
             },
             alloc,
+            synthetic: defaults.synthetic,
         })
     }
 }
@@ -158,6 +159,7 @@ mod tests {
             base_fee: 7,
             coinbase: Address::ZERO,
             alloc: BTreeMap::new(),
+            synthetic: Default::default(),
         }
     }
 

@@ -55,6 +55,10 @@ impl HistoryWriter<'_> {
     /// `address` held `prior` (an encoded account; `None`: absent) before
     /// this block.
     pub(crate) fn account(&mut self, address: &Address, prior: Option<&[u8]>) -> Result<(), redb::Error> {
+        if self.block == 0 {
+            // Genesis priors would serve reads before block 0: none.
+            return Ok(());
+        }
         let k = account_key(address, self.block);
         self.accounts.insert(k.as_slice(), prior.unwrap_or_default())?;
         Ok(())
@@ -70,6 +74,9 @@ impl HistoryWriter<'_> {
         prior: U256,
         keep: bool,
     ) -> Result<(), redb::Error> {
+        if self.block == 0 {
+            return Ok(());
+        }
         let k = slot_key(address, slot, self.block);
         if keep && self.storage.get(k.as_slice())?.is_some() {
             return Ok(());

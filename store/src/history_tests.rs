@@ -149,7 +149,40 @@ fn commit_random(
     for n in blocks {
         let changes = random_changes(rng, model, n);
         store.commit(&executed(&store.head_block().block.hash, n, changes)).expect("commits");
+        check_current(store, model, &format!("after block {n}"));
         snapshots.push(model.clone());
+    }
+}
+
+/// Current state as the executor reads it (through the state cache, a
+/// miss read from the database) equals the model.
+fn check_current(store: &Store, model: &BTreeMap<Address, Model>, label: &str) {
+    for i in 0..ADDRESSES {
+        let address = addr(i);
+        let want = model.get(&address);
+        let got = store.account(&address).expect("reads");
+        assert_eq!(
+            got.map(|a| (a.balance, a.nonce, a.code_hash)),
+            want.map(|m| (m.balance, m.nonce, m.code_hash)),
+            "{label}: current account {address}"
+        );
+        if let Some(m) = want {
+            if m.code_hash != EMPTY_CODE_HASH {
+                assert_eq!(
+                    sluice_messages::keccak256(&store.code(&m.code_hash).expect("reads")),
+                    m.code_hash
+                );
+            }
+        }
+        for slot in 0..SLOTS {
+            let slot = U256::from(slot);
+            let want = want.and_then(|m| m.storage.get(&slot)).copied().unwrap_or_default();
+            assert_eq!(
+                store.storage(&address, &slot).expect("reads"),
+                want,
+                "{label}: current slot {slot} of {address}"
+            );
+        }
     }
 }
 
@@ -207,6 +240,7 @@ fn start() -> (Genesis, BTreeMap<Address, Model>) {
             base_fee: 7,
             coinbase: Address::ZERO,
             alloc,
+            synthetic: Default::default(),
         },
         model,
     )
@@ -219,6 +253,7 @@ fn options(dir: &std::path::Path, history_blocks: u64) -> DurableOptions {
         sync: SyncPolicy::EveryNBlocks(8),
         cache_blocks: 2,
         db_cache_bytes: 16 << 20,
+        state_cache: crate::CacheBytes::default(),
         history_blocks,
         fail_commit_at: 0,
         diverge_at: 0,
@@ -282,7 +317,11 @@ fn every_read_at_every_block_equals_what_was_committed_then() {
         let _ = std::fs::remove_dir_all(&dir);
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let (genesis, mut model) = start();
-        let opts = options(&dir, 0);
+        let mut opts = options(&dir, 0);
+        if seed % 2 == 1 {
+            // A cache of a few entries: most reads miss and evict.
+            opts.state_cache = crate::CacheBytes { accounts: 300, storage: 300, code: 300 };
+        }
         let mut snapshots = vec![model.clone()];
         {
             let store = Store::open(&genesis, &opts).expect("opens");
@@ -296,6 +335,7 @@ fn every_read_at_every_block_equals_what_was_committed_then() {
         }
         let store = Store::open(&genesis, &opts).expect("reopens");
         check(&store, &snapshots, &format!("seed {seed}, after a restart"));
+        check_current(&store, &model, &format!("seed {seed}, after a restart"));
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -314,4 +354,43 @@ fn a_store_without_a_database_serves_its_head_only() {
     }
     let err = store.state_at(0).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err.starts_with("missing trie node"), "{err}");
+}
+
+/// Readers hammering current state while blocks commit never leave a
+/// stale value in the cache: once the commits are done, every read equals
+/// the last block's state.
+#[test]
+fn reads_racing_commits_leave_no_stale_value() {
+    let dir = std::env::temp_dir().join(format!("sluice-cache-race-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (genesis, mut model) = start();
+    let mut opts = options(&dir, 0);
+    opts.state_cache = crate::CacheBytes { accounts: 600, storage: 600, code: 600 };
+    let store = Arc::new(Store::open(&genesis, &opts).expect("opens"));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, done) = (Arc::clone(&store), Arc::clone(&done));
+            std::thread::spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    for i in 0..ADDRESSES {
+                        let _ = store.account(&addr(i));
+                        let _ = store.storage(&addr(i), &U256::from(u64::from(i) % SLOTS));
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut rng = Rng(0x5eed);
+    for n in 1..=300 {
+        let changes = random_changes(&mut rng, &mut model, n);
+        store.commit(&executed(&store.head_block().block.hash, n, changes)).expect("commits");
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        r.join().expect("reader");
+    }
+    check_current(&store, &model, "after racing reads");
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
 }

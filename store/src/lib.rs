@@ -11,7 +11,8 @@
 //! - [`chain`]: the committed chain ([`Store`]): blocks, receipts, state.
 //! - [`db`]: the on-disk database (redb): blocks, results, change sets,
 //!   the hash vault and current state.
-//! - [`state`]: current state in memory.
+//! - [`cache`]: the bounded cache of current state over the database.
+//! - [`state`]: current state in memory (a store without a database).
 //! - [`history`]: each block's priors, so state reads at any retained
 //!   block ([`Store::state_at`]).
 //! - [`overlay`]: executed-but-uncommitted blocks over the store.
@@ -20,6 +21,7 @@
 //! - [`guard`]: redb's panics on damaged files become errors.
 
 pub mod apphash;
+pub mod cache;
 pub mod chain;
 pub mod db;
 pub mod genesis;
@@ -31,10 +33,11 @@ pub mod overlay;
 pub use sluice_state as reader;
 pub mod state;
 
+pub use cache::{CacheBytes, CacheStats};
 pub use chain::{
     genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, StateAt, Store, StoredBlock,
 };
 pub use db::SyncPolicy;
-pub use genesis::{Genesis, GenesisAccount};
+pub use genesis::{Genesis, GenesisAccount, Synthetic};
 pub use overlay::{Layer, Overlay};
 pub use reader::{Account, StateReader, StoreError, EMPTY_CODE_HASH};

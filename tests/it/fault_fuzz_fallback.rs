@@ -45,6 +45,7 @@ fn offline_state() -> Arc<RpcState> {
         base_fee: BASE_FEE as u64,
         coinbase: Default::default(),
         alloc,
+        synthetic: Default::default(),
     };
     let mut limits = sluice_config::Config::default().rpc;
     limits.max_batch_len = 50;

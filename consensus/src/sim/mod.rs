@@ -75,6 +75,7 @@ pub(crate) fn genesis(senders: usize) -> Genesis {
         base_fee: BASE_FEE,
         coinbase: Address::ZERO,
         alloc: Default::default(),
+        synthetic: Default::default(),
     };
     for i in 0..senders {
         let balance = U256::from(10u128.pow(24));

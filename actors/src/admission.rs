@@ -125,6 +125,15 @@ impl Pipeline for Admission {
         })
     }
 
+    fn queued(&self) -> BoxFuture<'_, Result<Vec<sluice_messages::RecoveredTx>, RpcError>> {
+        Box::pin(async move {
+            let stopped = || RpcError::new(sluice_rpc::error::SERVER_ERROR, "admission stopped");
+            let (reply, rx) = oneshot::channel();
+            self.nonce.send(NonceMsg::Queued { reply }).await.map_err(|_| stopped())?;
+            rx.await.map_err(|_| stopped())
+        })
+    }
+
     fn debug(&self, method: &str, params: Option<&Value>) -> Result<Value, RpcError> {
         faults::debug_rpc(method, params)
     }

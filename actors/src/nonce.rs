@@ -386,6 +386,9 @@ impl NonceActor {
             NonceMsg::Status { reply } => {
                 let _ = reply.send((self.counters.len(), self.future.len() as u64));
             }
+            NonceMsg::Queued { reply } => {
+                let _ = reply.send(self.future.iter().cloned().collect());
+            }
             NonceMsg::PendingNonce { address, reply } => {
                 let _ = reply.send(self.book.next_nonce(&address));
             }

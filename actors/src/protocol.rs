@@ -69,6 +69,11 @@ pub enum NonceMsg {
         /// `(pending, queued)`.
         reply: oneshot::Sender<(u64, u64)>,
     },
+    /// The transactions held for a nonce gap (`txpool_content`).
+    Queued {
+        /// Each held transaction.
+        reply: oneshot::Sender<Vec<RecoveredTx>>,
+    },
     /// The next nonce a sender can use (`eth_getTransactionCount pending`).
     PendingNonce {
         /// The sender.

@@ -297,7 +297,7 @@ fn outcome(result: ExecutionResult) -> CallOutcome {
 }
 
 /// geth's wording for refusals RPC clients commonly match on.
-fn invalid_message(e: &InvalidTransaction) -> String {
+pub(crate) fn invalid_message(e: &InvalidTransaction) -> String {
     match e {
         InvalidTransaction::LackOfFundForMaxFee { fee, balance } => {
             format!("insufficient funds for gas * price + value: have {balance} want {fee}")
@@ -314,7 +314,7 @@ fn invalid_message(e: &InvalidTransaction) -> String {
 }
 
 /// geth's wording for halts.
-fn halt_message(reason: &HaltReason) -> String {
+pub(crate) fn halt_message(reason: &HaltReason) -> String {
     match reason {
         HaltReason::OutOfGas(_) => "out of gas".into(),
         HaltReason::OpcodeNotFound | HaltReason::InvalidFEOpcode => "invalid opcode".into(),

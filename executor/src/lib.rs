@@ -59,6 +59,7 @@
 //!   preimages (mapping slots), installed by every executor but the oracle.
 //! - [`stats`]: per-block execution statistics returned with each outcome.
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
+//! - [`access_list`]: `eth_createAccessList` (revm-inspectors).
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - [`trace`]: geth's `debug_trace*` tracers (revm-inspectors).
@@ -67,6 +68,7 @@
 //!   `prefetch` (private): the in-order loops' prefetch of the next
 //!   transactions.
 
+pub mod access_list;
 pub mod call;
 pub mod db;
 mod env;
@@ -85,6 +87,7 @@ use alloy_primitives::B256;
 use sluice_messages::{ChangeSet, PreparedBlock, Receipt};
 use sluice_state::StateReader;
 
+pub use access_list::{create_access_list, AccessListOutcome};
 pub use call::{call, estimate_gas, CallOutcome, CallRequest};
 pub use env::{ExecConfig, Spec};
 pub use error::{revert_message, revert_reason, ExecError};

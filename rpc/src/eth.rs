@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use alloy_primitives::{Address, B256};
 use serde_json::{json, Value};
-use sluice_executor::{call, estimate_gas};
+use sluice_executor::{call, create_access_list, estimate_gas};
 use sluice_messages::RecoveredTx;
 use sluice_store::{StateAt, StateReader, StoredBlock};
 
@@ -54,6 +54,10 @@ const METHODS: &[&str] = &[
     "eth_getBlockReceipts",
     "eth_getLogs",
     "txpool_status",
+    "txpool_content",
+    "eth_createAccessList",
+    "eth_getUncleByBlockNumberAndIndex",
+    "eth_getUncleByBlockHashAndIndex",
     "eth_subscribe",
     "eth_unsubscribe",
     "debug_setFailpoint",
@@ -106,6 +110,9 @@ pub async fn dispatch(
             Ok(find_block(s, id)?.and_then(|b| committed_tx(&b, index)).unwrap_or(Value::Null))
         }
         "eth_getUncleCountByBlockNumber" | "eth_getUncleCountByBlockHash" => Ok(hex_u64(0)),
+        // No uncles after the merge, nor ever here; the block must parse.
+        "eth_getUncleByBlockNumberAndIndex" => p.block(0).and(p.u64(1)).map(|_| Value::Null),
+        "eth_getUncleByBlockHashAndIndex" => p.hash(0).and(p.u64(1)).map(|_| Value::Null),
         "eth_getBalance" => {
             let addr = p.address(0)?;
             let at = state_at(s, p.block(1)?)?;
@@ -186,6 +193,22 @@ pub async fn dispatch(
             Ok(find_block(s, p.block(0)?)?.map_or(Value::Null, |b| format::receipts(&b)))
         }
         "eth_getLogs" => super::logs::get_logs(s, p.req(0)?),
+        "eth_createAccessList" => {
+            let req = capped(p.call(0)?, s);
+            let at = state_at(s, p.block(1)?)?;
+            value_funded(at.reader(s), &req)?;
+            let header = &at.block(s).block.header;
+            let out = create_access_list(at.reader(s), &s.exec, header, &req)?;
+            let mut answer = json!({"accessList": out.access_list, "gasUsed": hex_u64(out.gas_used)});
+            if let Some(error) = out.error {
+                answer["error"] = json!(error);
+            }
+            Ok(answer)
+        }
+        "txpool_content" => {
+            let queued = s.pipeline.queued().await?;
+            Ok(json!({"pending": by_sender(s.pending.snapshot()), "queued": by_sender(queued)}))
+        }
         "txpool_status" => {
             let (pending, queued) = s.pipeline.status().await?;
             Ok(json!({"pending": hex_u64(pending), "queued": hex_u64(queued)}))
@@ -461,4 +484,13 @@ fn block_rewards(b: &StoredBlock, pcts: &[f64]) -> Vec<Value> {
         out.push(hex_u128(tips[i].0));
     }
     out
+}
+
+/// geth's `txpool_content` shape: sender -> nonce (decimal) -> transaction.
+fn by_sender(txs: Vec<RecoveredTx>) -> Value {
+    let mut out: std::collections::BTreeMap<Address, serde_json::Map<String, Value>> = Default::default();
+    for tx in txs {
+        out.entry(tx.sender).or_default().insert(tx.nonce().to_string(), format::transaction(&tx, None));
+    }
+    json!(out)
 }

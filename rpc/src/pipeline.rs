@@ -41,6 +41,10 @@ pub trait Pipeline: Send + Sync {
     /// held for a nonce gap (`txpool_status`).
     fn status(&self) -> BoxFuture<'_, Result<(u64, u64), RpcError>>;
 
+    /// The transactions held for a nonce gap (`txpool_content`'s
+    /// `queued`; bounded by `mempool.max_future_txs`).
+    fn queued(&self) -> BoxFuture<'_, Result<Vec<sluice_messages::RecoveredTx>, RpcError>>;
+
     /// A `debug_` method (fault injection), or method-not-found.
     fn debug(&self, method: &str, params: Option<&Value>) -> Result<Value, RpcError>;
 }

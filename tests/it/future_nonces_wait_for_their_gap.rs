@@ -29,6 +29,14 @@ fn nonces_sent_in_reverse_order_are_all_included_in_order() {
         (Some("0x0"), Some("0x9")),
         "{status}"
     );
+    // txpool_content lists each held one under its sender and nonce, as
+    // geth does (nonce keys in decimal).
+    let content = node.ok("txpool_content", json!([]));
+    let held = &content["queued"][format!("{:#x}", sender.address())];
+    assert_eq!(held.as_object().map(|m| m.len()), Some(9), "{content}");
+    assert_eq!(held["5"]["hash"], json!(hashes[4].1), "{content}");
+    assert_eq!(held["5"]["nonce"], "0x5", "{content}");
+    assert_eq!(content["pending"], json!({}), "{content}");
     // Held transactions do not move the pending nonce (as geth).
     assert_eq!(node.nonce(sender.address(), "pending"), 0);
     // The same held transaction again is already known.

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod access_lists_and_uncles;
 mod admission_rejections;
 mod backpressure_txpool_full;
 mod browser_pages_may_call_the_node;

@@ -61,6 +61,15 @@ impl PendingTxs {
         out
     }
 
+    /// A copy of every in-flight transaction (`txpool_content`).
+    pub fn snapshot(&self) -> Vec<RecoveredTx> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            out.extend(shard.lock().values().cloned());
+        }
+        out
+    }
+
     /// Each in-flight transaction's sender and nonce (to rebuild the nonce
     /// book after a restart).
     pub fn senders_and_nonces(&self) -> Vec<(alloy_primitives::Address, u64)> {

@@ -252,6 +252,15 @@ fn describe() {
         "Time to write and sync one block to the database"
     );
     describe_gauge!(STORE_DB_BYTES, Unit::Bytes, "Size of the database file");
+    describe_gauge!(
+        STATE_CACHE_BYTES,
+        Unit::Bytes,
+        "Bytes held by the current-state cache (accounts, storage, code)"
+    );
+    describe_counter!(
+        STATE_CACHE_READS,
+        "Current-state reads by kind and whether the cache answered (hit) or the database did (miss)"
+    );
     describe_gauge!(STORE_APP_HASH_HEIGHT, "Height of the last app hash recorded in the hash vault");
     describe_gauge!(
         STORE_HALTED,

@@ -291,8 +291,9 @@ impl Node {
         let prepare_arbiter = Arbiter::new();
         {
             let (cache, chain_id, workers) = (Arc::clone(&cache), cfg.chain.chain_id, p.prepare_workers);
+            let store = Arc::clone(&store);
             Preparer::start_in_arbiter(&prepare_arbiter.handle(), move |_| {
-                Preparer::new(cache, chain_id, workers, execute_tx, prepare_rx)
+                Preparer::new(cache, store, chain_id, workers, execute_tx, prepare_rx)
             });
         }
         {

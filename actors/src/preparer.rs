@@ -15,7 +15,9 @@
 use std::{sync::Arc, time::Instant};
 
 use actix::prelude::*;
-use sluice_messages::PreparedBlock;
+use alloy_consensus::Transaction;
+use sluice_messages::{PreparedBlock, PreparedTx};
+use sluice_store::{StateReader, Store};
 use sluice_txpool::{prepare_block_timed, PreparedTxCache};
 
 use crate::{
@@ -29,6 +31,8 @@ use crate::{
 /// The preparation actor.
 pub struct Preparer {
     cache: Arc<PreparedTxCache>,
+    /// Read to warm its state cache ahead of execution.
+    store: Arc<Store>,
     chain_id: u64,
     workers: usize,
     finalizer: MailboxSender<ExecuteMsg>,
@@ -42,6 +46,7 @@ impl Preparer {
     /// A preparer feeding `finalizer`.
     pub fn new(
         cache: Arc<PreparedTxCache>,
+        store: Arc<Store>,
         chain_id: u64,
         workers: usize,
         finalizer: MailboxSender<ExecuteMsg>,
@@ -49,6 +54,7 @@ impl Preparer {
     ) -> Self {
         Preparer {
             cache,
+            store,
             chain_id,
             workers,
             finalizer,
@@ -88,6 +94,7 @@ impl Stage for Preparer {
         let start = Instant::now();
         let (txs, phases) = prepare_block_timed(&msg.block.txs, &self.cache, self.chain_id, self.workers);
         let number = msg.block.header.number;
+        warm(&self.store, &txs);
         metrics::histogram!(m::PREPARE_SECONDS).record(start.elapsed().as_secs_f64());
         metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "hash").record(phases.hash.as_secs_f64());
         metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "lookup")
@@ -128,5 +135,23 @@ impl StreamHandler<PrepareMsg> for Preparer {
         let start = Instant::now();
         run_blocking(self, faults::point(Site::Preparer), &msg);
         self.metrics.handled(start);
+    }
+}
+
+/// Reads each transaction's sender and recipient through the store's state
+/// cache, so that execution (the ordered, critical path) finds them in
+/// memory: with more accounts than the cache holds, most recipients of a
+/// block are misses, and this thread, a block or two ahead, takes their
+/// database reads instead of the executor. Values read here are never
+/// used: the executor reads again (through its overlay), and errors are
+/// its to report.
+fn warm(store: &Store, txs: &[PreparedTx]) {
+    for tx in txs {
+        if let PreparedTx::Ready(tx) = tx {
+            let _ = store.account(&tx.sender);
+            if let Some(to) = tx.tx.to() {
+                let _ = store.account(&to);
+            }
+        }
     }
 }

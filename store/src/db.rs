@@ -399,23 +399,24 @@ impl Db {
         crate::guard::guarded(&path, || {
             let empty = Account { balance: synthetic.balance, nonce: 0, code_hash: crate::EMPTY_CODE_HASH };
             let value = encode_account(&empty);
-            let mut first = 0;
-            while first < synthetic.count {
-                let last = (first + SYNTHETIC_BATCH).min(synthetic.count);
-                let mut keys: Vec<Address> = (first..last).map(sluice_messages::synthetic_address).collect();
-                // Sorted inserts fill B-tree pages in order (denser, faster).
-                keys.sort_unstable();
+            // All sorted first (20 bytes each, freed after): inserted in key
+            // order, each batch appends to the tree instead of rewriting
+            // pages all over it (which grew a 10M-account file to 3.4 GB).
+            let mut all: Vec<Address> =
+                (0..synthetic.count).map(sluice_messages::synthetic_address).collect();
+            all.sort_unstable();
+            for keys in all.chunks(SYNTHETIC_BATCH as usize) {
                 let mut w = self.db.begin_write().map_err(io)?;
                 w.set_durability(Durability::None).map_err(io)?;
                 {
                     let mut accounts = w.open_table(ACCOUNTS).map_err(io)?;
-                    for k in &keys {
+                    for k in keys {
                         accounts.insert(k.as_slice(), value.as_slice()).map_err(io)?;
                     }
                 }
                 w.commit().map_err(io)?;
-                first = last;
             }
+            drop(all);
             let mut record = [0u8; 40];
             record[..8].copy_from_slice(&synthetic.count.to_be_bytes());
             record[8..].copy_from_slice(&synthetic.balance.to_be_bytes::<32>());

@@ -125,6 +125,9 @@ impl Default for Config {
                 send_sync_max_timeout_ms: 60_000,
                 max_filters: 1024,
                 filter_timeout_ms: 300_000,
+                trace_timeout_ms: 5_000,
+                trace_max_timeout_ms: 30_000,
+                trace_max_bytes: 25 * 1024 * 1024,
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
             mempool: MempoolConfig {
@@ -257,7 +260,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 35] = [
+        let positive: [(&str, u64); 38] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -281,6 +284,9 @@ impl Config {
             ("rpc.ws_ping_interval_ms", self.rpc.ws_ping_interval_ms),
             ("rpc.max_filters", self.rpc.max_filters as u64),
             ("rpc.filter_timeout_ms", self.rpc.filter_timeout_ms),
+            ("rpc.trace_timeout_ms", self.rpc.trace_timeout_ms),
+            ("rpc.trace_max_timeout_ms", self.rpc.trace_max_timeout_ms),
+            ("rpc.trace_max_bytes", self.rpc.trace_max_bytes as u64),
             ("mempool.shards", self.mempool.shards as u64),
             ("mempool.max_txs", self.mempool.max_txs as u64),
             ("mempool.max_txs_per_sender", u64::from(self.mempool.max_txs_per_sender)),

@@ -118,6 +118,15 @@ pub struct RpcConfig {
     /// A filter not polled with `eth_getFilterChanges` for this long is
     /// removed (geth: 5 minutes).
     pub filter_timeout_ms: u64,
+    /// A `debug_trace*` call runs at most this long when it names no
+    /// `timeout` (geth: 5 s); past it: "execution timeout".
+    pub trace_timeout_ms: u64,
+    /// The longest `timeout` a trace call may ask for; above it, this.
+    pub trace_max_timeout_ms: u64,
+    /// A trace whose output would exceed this many bytes (the struct
+    /// logger's steps, estimated while it runs) is stopped with an error
+    /// instead of being collected.
+    pub trace_max_bytes: usize,
 }
 
 impl RpcConfig {

@@ -31,6 +31,10 @@ pub enum ExecError {
     /// opcode, stack overflow...) even with the maximum allowance.
     #[error("{0}")]
     Halted(String),
+    /// Tracing: the call passed its deadline or output bound
+    /// (`trace_limits`); the message is geth's or names the limit.
+    #[error("{0}")]
+    TraceStopped(String),
 }
 
 /// Selector of Solidity's `Error(string)`.

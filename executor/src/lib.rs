@@ -63,6 +63,7 @@
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - [`trace`]: geth's `debug_trace*` tracers (revm-inspectors).
+//! - [`trace_limits`]: a trace call's deadline and output bound.
 //! - `env` (private): translation of headers, config and transactions into
 //!   revm environments. `overlay` (private): the block's working state.
 //!   `prefetch` (private): the in-order loops' prefetch of the next
@@ -82,6 +83,7 @@ pub mod sequential;
 pub mod stats;
 pub mod testing;
 pub mod trace;
+pub mod trace_limits;
 
 use alloy_primitives::B256;
 use sluice_messages::{ChangeSet, PreparedBlock, Receipt};

@@ -28,6 +28,7 @@ use crate::{
     db::DbError,
     env::{block_env, cfg_env, tx_env},
     overlay::BlockState,
+    trace_limits::{Budget, TraceLimits},
     ExecConfig, ExecError,
 };
 
@@ -50,16 +51,18 @@ pub fn trace_transaction(
     before: &[RecoveredTx],
     (tx, at): (&RecoveredTx, TracePosition),
     opts: GethDebugTracingOptions,
+    limits: &TraceLimits,
 ) -> Result<GethTrace, ExecError> {
+    let mut budget = Budget::new(limits, per_step(&opts));
     let mut db = BlockState::with_capacity(state, 2 * before.len() + 2);
-    replay(&mut db, cfg, header, before)?;
+    replay(&mut db, cfg, header, before, &mut budget)?;
     let env = tx_env(tx).map_err(|e| ExecError::InvalidCall(e.into()))?;
     let ctx = TransactionContext {
         block_hash: Some(at.block_hash),
         tx_index: Some(at.index),
         tx_hash: Some(tx.hash),
     };
-    traced(&mut db, block_env(header, cfg.spec), cfg_env(cfg), env, Some(ctx), opts)
+    traced(&mut db, block_env(header, cfg.spec), cfg_env(cfg), env, Some(ctx), opts, &mut budget)
 }
 
 /// Traces each of a block's applied transactions `txs` in order, on
@@ -71,7 +74,9 @@ pub fn trace_block(
     block_hash: B256,
     txs: &[RecoveredTx],
     opts: &GethDebugTracingOptions,
+    limits: &TraceLimits,
 ) -> Result<Vec<(B256, GethTrace)>, ExecError> {
+    let mut budget = Budget::new(limits, per_step(opts));
     let mut db = BlockState::with_capacity(state, 2 * txs.len() + 2);
     let mut out = Vec::with_capacity(txs.len());
     for (index, tx) in txs.iter().enumerate() {
@@ -81,9 +86,10 @@ pub fn trace_block(
             tx_index: Some(index),
             tx_hash: Some(tx.hash),
         };
-        let trace = traced(&mut db, block_env(header, cfg.spec), cfg_env(cfg), env, Some(ctx), opts.clone())?;
+        let block = block_env(header, cfg.spec);
+        let trace = traced(&mut db, block, cfg_env(cfg), env, Some(ctx), opts.clone(), &mut budget)?;
         out.push((tx.hash, trace));
-        replay(&mut db, cfg, header, std::slice::from_ref(tx))?;
+        replay(&mut db, cfg, header, std::slice::from_ref(tx), &mut budget)?;
     }
     Ok(out)
 }
@@ -96,19 +102,30 @@ pub fn trace_call(
     header: &BlockHeader,
     req: &CallRequest,
     opts: GethDebugTracingOptions,
+    limits: &TraceLimits,
 ) -> Result<GethTrace, ExecError> {
     let (env, mut tx) = call_envs(cfg, req)?;
     tx.gas_limit = req.gas.unwrap_or(header.gas_limit);
+    let mut budget = Budget::new(limits, per_step(&opts));
     let mut db = BlockState::with_capacity(state, 4);
-    traced(&mut db, block_env(header, cfg.spec), env, tx, None, opts)
+    traced(&mut db, block_env(header, cfg.spec), env, tx, None, opts, &mut budget)
 }
 
-/// Applies `txs` to `db` in order, as the sequential executor does.
+/// What each step adds to the output: for the struct logger (no `tracer`),
+/// whether it records the stack and the memory; for the others, nothing.
+fn per_step(opts: &GethDebugTracingOptions) -> Option<(bool, bool)> {
+    let c = &opts.config;
+    opts.tracer.is_none().then(|| (!c.disable_stack.unwrap_or(false), c.enable_memory.unwrap_or(false)))
+}
+
+/// Applies `txs` to `db` in order, as the sequential executor does, within
+/// `budget`'s deadline.
 fn replay(
     db: &mut BlockState<'_>,
     cfg: &ExecConfig,
     header: &BlockHeader,
     txs: &[RecoveredTx],
+    budget: &mut Budget,
 ) -> Result<(), ExecError> {
     let mut evm = Context::mainnet()
         .with_db(&mut *db)
@@ -116,6 +133,9 @@ fn replay(
         .with_cfg(cfg_env(cfg))
         .build_mainnet();
     for tx in txs {
+        if budget.expired() {
+            return Err(stopped(budget));
+        }
         let env = tx_env(tx).map_err(|e| ExecError::InvalidCall(e.into()))?;
         match evm.transact(env) {
             Ok(out) => evm.ctx.journaled_state.database.commit_tx(out.state)?,
@@ -128,7 +148,8 @@ fn replay(
     Ok(())
 }
 
-/// Runs `tx` under the tracer `opts` asks for, leaving `db` unchanged.
+/// Runs `tx` under the tracer `opts` asks for, within `budget`, leaving
+/// `db` unchanged.
 fn traced(
     db: &mut BlockState<'_>,
     block: BlockEnv,
@@ -136,15 +157,25 @@ fn traced(
     tx: TxEnv,
     ctx: Option<TransactionContext>,
     opts: GethDebugTracingOptions,
+    budget: &mut Budget,
 ) -> Result<GethTrace, ExecError> {
+    if budget.expired() {
+        return Err(stopped(budget));
+    }
     let mut inspector = DebugInspector::new(opts).map_err(|e| ExecError::InvalidCall(e.to_string()))?;
     let res = {
         let mut evm = Context::mainnet()
             .with_db(&mut *db)
             .with_block(block.clone())
             .with_cfg(cfg)
-            .build_mainnet_with_inspector(&mut inspector);
-        match evm.inspect_tx(tx.clone()) {
+            .build_mainnet_with_inspector((&mut inspector, &mut *budget));
+        let res = evm.inspect_tx(tx.clone());
+        // A stopped trace unwinds as out of gas: its cause is the
+        // budget's, whatever revm made of it.
+        if budget.stopped.is_some() {
+            return Err(stopped(budget));
+        }
+        match res {
             Ok(res) => res,
             Err(EVMError::Database(e)) => return Err(e.into()),
             Err(e) => return Err(ExecError::InvalidCall(e.to_string())),
@@ -154,6 +185,11 @@ fn traced(
     inspector
         .get_result(ctx, &tx, &block, &res, &mut reader)
         .map_err(|e| ExecError::InvalidCall(format!("tracing failed: {e}")))
+}
+
+/// The error of a trace `budget` stopped.
+fn stopped(budget: &Budget) -> ExecError {
+    ExecError::TraceStopped(budget.stopped.map(|s| s.message()).unwrap_or_default())
 }
 
 /// The block's working state read through `&self`, for the prestate tracer.

@@ -4,9 +4,14 @@
 //! before its block, read through the store's history, so blocks outside
 //! `store.history_blocks` answer "missing trie node".
 
+use std::time::Duration;
+
 use alloy_rpc_types_trace::geth::GethDebugTracingOptions;
 use serde_json::{json, Value};
-use sluice_executor::trace::{trace_block, trace_call, trace_transaction, TracePosition};
+use sluice_executor::{
+    trace::{trace_block, trace_call, trace_transaction, TracePosition},
+    trace_limits::TraceLimits,
+};
 use sluice_messages::RecoveredTx;
 use sluice_store::StoredBlock;
 
@@ -27,6 +32,7 @@ pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcErro
         "debug_traceTransaction" => {
             let hash = p.hash(0)?;
             let opts = options(p, 1)?;
+            let limits = limits(s, &opts)?;
             let (block, i) = s
                 .store
                 .transaction(&hash)
@@ -34,24 +40,34 @@ pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcErro
             let txs = applied(&block)?;
             let state = s.store.state_at(block.block.header.number.saturating_sub(1))?;
             let at = TracePosition { block_hash: block.block.hash, index: i };
-            let trace =
-                trace_transaction(&state, &s.exec, &block.block.header, &txs[..i], (&txs[i], at), opts)?;
+            let trace = trace_transaction(
+                &state,
+                &s.exec,
+                &block.block.header,
+                &txs[..i],
+                (&txs[i], at),
+                opts,
+                &limits,
+            )?;
             Ok(json!(trace))
         }
         "debug_traceCall" => {
             let req = p.call(0)?;
             let view = state_at(s, p.block(1)?)?;
             let opts = options(p, 2)?;
+            let limits = limits(s, &opts)?;
             let block = view.block(s);
-            Ok(json!(trace_call(view.reader(s), &s.exec, &block.block.header, &req, opts)?))
+            Ok(json!(trace_call(view.reader(s), &s.exec, &block.block.header, &req, opts, &limits)?))
         }
         "debug_traceBlockByNumber" | "debug_traceBlockByHash" => {
             let view = state_at(s, p.block(0)?)?;
             let block = view.block(s);
             let opts = options(p, 1)?;
+            let limits = limits(s, &opts)?;
             let txs = applied(&block)?;
             let state = s.store.state_at(block.block.header.number.saturating_sub(1))?;
-            let traces = trace_block(&state, &s.exec, &block.block.header, block.block.hash, &txs, &opts)?;
+            let header = &block.block.header;
+            let traces = trace_block(&state, &s.exec, header, block.block.hash, &txs, &opts, &limits)?;
             Ok(Value::Array(
                 traces.into_iter().map(|(hash, result)| json!({"txHash": hash, "result": result})).collect(),
             ))
@@ -66,6 +82,19 @@ fn options(p: &Params<'_>, i: usize) -> Result<GethDebugTracingOptions, RpcError
         None => Ok(GethDebugTracingOptions::default()),
         Some(v) => serde_json::from_value(v.clone()).map_err(|e| RpcError::invalid_arg(i, e)),
     }
+}
+
+/// The call's bounds: `rpc.trace_timeout_ms` unless its `timeout` option
+/// asks otherwise (up to `rpc.trace_max_timeout_ms`), and
+/// `rpc.trace_max_bytes`.
+fn limits(s: &RpcState, opts: &GethDebugTracingOptions) -> Result<TraceLimits, RpcError> {
+    TraceLimits::with_option(
+        opts.timeout.as_deref(),
+        Duration::from_millis(s.limits.trace_timeout_ms),
+        Duration::from_millis(s.limits.trace_max_timeout_ms),
+        s.limits.trace_max_bytes,
+    )
+    .map_err(|e| RpcError::new(SERVER_ERROR, e))
 }
 
 /// A committed block's applied transactions, in order.

@@ -68,3 +68,42 @@ fn transactions_calls_and_blocks_trace_with_each_tracer() {
     assert!(e["message"].as_str().unwrap_or_default().contains("not found"), "{e}");
     assert!(node.call("debug_traceTransaction", json!([hash, {"tracer": "nope"}])).is_err());
 }
+
+#[test]
+fn traces_are_bounded_in_time_and_output() {
+    let node = TestNode::start(
+        &[("SLUICE_RPC__TRACE_MAX_BYTES", "1048576"), ("SLUICE_RPC__TRACE_MAX_TIMEOUT_MS", "300")],
+        &["--block-time-ms", "50"],
+    );
+    // Initcode that loops for ever (JUMPDEST PUSH1 0 JUMP), with a billion
+    // gas: hundreds of millions of steps.
+    let spin = json!({"data": "0x5b600056", "gas": "0x3b9aca00"});
+    let message = |e: &serde_json::Value| e["message"].as_str().unwrap_or_default().to_string();
+
+    // The struct logger collects a step at a time: stopped at 1 MiB.
+    let e = node.call("debug_traceCall", json!([spin, "latest"])).unwrap_err();
+    assert_eq!(e["code"], -32000, "{e}");
+    assert!(message(&e).contains("rpc.trace_max_bytes (1048576 bytes)"), "{e}");
+
+    // callTracer's output is per call: the deadline stops it, and a
+    // `timeout` above rpc.trace_max_timeout_ms gets the maximum.
+    let started = std::time::Instant::now();
+    let e = node
+        .call("debug_traceCall", json!([spin, "latest", {"tracer": "callTracer", "timeout": "1h"}]))
+        .unwrap_err();
+    assert_eq!((e["code"].clone(), message(&e)), (json!(-32000), "execution timeout".to_string()), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
+    let e = node
+        .call("debug_traceCall", json!([spin, "latest", {"tracer": "noopTracer", "timeout": "10ms"}]))
+        .unwrap_err();
+    assert_eq!(message(&e), "execution timeout", "{e}");
+
+    // A timeout that is not a Go duration is refused as geth refuses it.
+    let e = node.call("debug_traceCall", json!([spin, "latest", {"timeout": "soon"}])).unwrap_err();
+    assert_eq!(message(&e), "time: invalid duration \"soon\"", "{e}");
+
+    // A bounded call still traces, and the node still answers.
+    let ok = node.ok("debug_traceCall", json!([{"data": "0x600160005500", "gas": "0x30000"}, "latest"]));
+    assert_eq!(ok["failed"], false, "{ok}");
+    assert!(node.call("eth_blockNumber", json!([])).is_ok());
+}

@@ -128,6 +128,17 @@ test("cast: call view functions, send a token transfer, read logs", () => {
   assert.equal(logs[1].transactionHash, r.transactionHash);
 });
 
+test("cast: run replays a mined transaction with its traces (debug_trace* on the state before its block)", () => {
+  const r = castJson("send", "--private-key", KEYS[0], token, "transfer(address,uint256)", ADDRS[4], "9");
+  assert.equal(r.status, "0x1");
+  const out = cast("run", r.transactionHash);
+  // The replayed call: the Transfer it emitted and what it returned.
+  assert.match(out, new RegExp(`emit Transfer\\(from: ${ADDRS[0]}, to: ${ADDRS[4]}, amount: 9\\)`, "i"));
+  assert.match(out, /← \[Return\] true/);
+  assert.match(out, /Transaction successfully executed/);
+  assert.match(out, new RegExp(`Gas used: ${big(r.gasUsed)}`));
+});
+
 test("cast: errors read as geth's (nonce too low, insufficient funds, revert reason, unknown method)", () => {
   assert.match(castFails("send", "--private-key", KEYS[0], ADDRS[1], "--value", "1", "--nonce", "0"), /nonce too low/);
   const broke = "0x" + "11".repeat(32);

@@ -1,0 +1,60 @@
+// foundry's forge against sluice: `forge script --broadcast`, the deploy
+// tool, sends a script's transactions with several in flight, so nonces
+// arrive out of order and the node must hold a nonce above the sender's
+// next until the gap fills (as geth does). Run by run.sh with SUITE_RPC_URL
+// set to a fresh node. The project is forge/ (solcjs behind forge/solc,
+// offline).
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { id } from "ethers";
+
+import { ADDRS, CHAIN_ID, KEYS, RPC_URL } from "./lib.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const PROJECT = join(here, "forge");
+const arch = { x64: "amd64", arm64: "arm64" }[process.arch];
+const pkg = `@foundry-rs/forge-${process.platform}-${arch}/package.json`;
+const FORGE = join(dirname(createRequire(import.meta.url).resolve(pkg)), "bin", "forge");
+
+async function rpc(method, params) {
+  const r = await fetch(RPC_URL, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = await r.json();
+  if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+  return body.result;
+}
+
+test("forge script --broadcast deploys 12 transactions in flight, three runs in a row", async () => {
+  const deployer = ADDRS[5];
+  for (let run = 0; run < 3; run++) {
+    const out = execFileSync(
+      FORGE,
+      ["script", "script/Deploy.s.sol", "--rpc-url", RPC_URL, "--broadcast", "--root", PROJECT],
+      { cwd: PROJECT, encoding: "utf8", timeout: 180000, env: { ...process.env, DEPLOYER_KEY: KEYS[5] } },
+    );
+    assert.match(out, /ONCHAIN EXECUTION COMPLETE & SUCCESSFUL/, out);
+    const saved = JSON.parse(
+      readFileSync(join(PROJECT, "broadcast", "Deploy.s.sol", String(CHAIN_ID), "run-latest.json"), "utf8"),
+    );
+    assert.equal(saved.transactions.length, 12);
+    assert.equal(saved.receipts.length, 12);
+    for (const r of saved.receipts) assert.equal(r.status, "0x1", JSON.stringify(r));
+    // Every nonce of the run was included, in order.
+    assert.equal(BigInt(await rpc("eth_getTransactionCount", [deployer, "latest"])), BigInt(12 * (run + 1)));
+    // The last registry links to the one before it, as the script built them.
+    const creates = saved.transactions.filter((t) => t.transactionType === "CREATE");
+    assert.equal(creates.length, 8);
+    const last = creates[7].contractAddress;
+    const previous = await rpc("eth_call", [{ to: last, data: id("previous()").slice(0, 10) }, "latest"]);
+    assert.equal(BigInt(previous), BigInt(creates[6].contractAddress));
+  }
+});

@@ -60,6 +60,7 @@
 //! - [`stats`]: per-block execution statistics returned with each outcome.
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
 //! - [`access_list`]: `eth_createAccessList` (revm-inspectors).
+//! - [`overrides`]: geth's state and block overrides for calls and traces.
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - [`trace`]: geth's `debug_trace*` tracers (revm-inspectors).
@@ -78,6 +79,7 @@ pub mod journal;
 pub mod keccak;
 pub mod occ;
 mod overlay;
+pub mod overrides;
 mod prefetch;
 pub mod sequential;
 pub mod stats;

@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use alloy_primitives::{Address, B256};
 use serde_json::{json, Value};
-use sluice_executor::{call, create_access_list, estimate_gas};
+use sluice_executor::{
+    call, create_access_list, estimate_gas,
+    overrides::{override_header, OverriddenState},
+};
 use sluice_messages::RecoveredTx;
 use sluice_store::{StateAt, StateReader, StoredBlock};
 
@@ -152,16 +155,18 @@ pub async fn dispatch(
         "eth_estimateGas" => {
             let req = capped(p.call(0)?, s);
             let at = state_at(s, p.block(1)?)?;
-            value_funded(at.reader(s), &req)?;
-            let header = &at.block(s).block.header;
-            Ok(hex_u64(estimate_gas(at.reader(s), &s.exec, header, &req)?))
+            let state = OverriddenState::new(at.reader(s), &p.typed(2)?.unwrap_or_default())?;
+            value_funded(&state, &req)?;
+            let header = override_header(&at.block(s).block.header, &p.typed(3)?.unwrap_or_default())?;
+            Ok(hex_u64(estimate_gas(&state, &s.exec, &header, &req)?))
         }
         "eth_call" => {
             let req = capped(p.call(0)?, s);
             let at = state_at(s, p.block(1)?)?;
-            value_funded(at.reader(s), &req)?;
-            let header = &at.block(s).block.header;
-            let out = call(at.reader(s), &s.exec, header, &req)?;
+            let state = OverriddenState::new(at.reader(s), &p.typed(2)?.unwrap_or_default())?;
+            value_funded(&state, &req)?;
+            let header = override_header(&at.block(s).block.header, &p.typed(3)?.unwrap_or_default())?;
+            let out = call(&state, &s.exec, &header, &req)?;
             if out.success {
                 Ok(json!(out.output))
             } else if out.revert {

@@ -45,6 +45,11 @@ impl<'a> Params<'a> {
         self.items.get(i).filter(|v| !v.is_null())
     }
 
+    /// Parameter `i` as a `T` (serde), or `None` if absent or null.
+    pub fn typed<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<Option<T>, RpcError> {
+        self.opt(i).map(|v| T::deserialize(v).map_err(|e| RpcError::invalid_arg(i, e))).transpose()
+    }
+
     /// Parameter `i`, required.
     pub fn req(&self, i: usize) -> Result<&'a Value, RpcError> {
         self.opt(i).ok_or_else(|| {

@@ -6,9 +6,10 @@
 
 use std::time::Duration;
 
-use alloy_rpc_types_trace::geth::GethDebugTracingOptions;
+use alloy_rpc_types_trace::geth::{GethDebugTracingCallOptions, GethDebugTracingOptions};
 use serde_json::{json, Value};
 use sluice_executor::{
+    overrides::{override_header, OverriddenState},
     trace::{trace_block, trace_call, trace_transaction, TracePosition},
     trace_limits::TraceLimits,
 };
@@ -54,10 +55,14 @@ pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcErro
         "debug_traceCall" => {
             let req = p.call(0)?;
             let view = state_at(s, p.block(1)?)?;
-            let opts = options(p, 2)?;
+            // The tracer's options, and geth's state and block overrides.
+            let call_opts: GethDebugTracingCallOptions = p.typed(2)?.unwrap_or_default();
+            let opts = call_opts.tracing_options;
             let limits = limits(s, &opts)?;
-            let block = view.block(s);
-            Ok(json!(trace_call(view.reader(s), &s.exec, &block.block.header, &req, opts, &limits)?))
+            let state = OverriddenState::new(view.reader(s), &call_opts.state_overrides.unwrap_or_default())?;
+            let header =
+                override_header(&view.block(s).block.header, &call_opts.block_overrides.unwrap_or_default())?;
+            Ok(json!(trace_call(&state, &s.exec, &header, &req, opts, &limits)?))
         }
         "debug_traceBlockByNumber" | "debug_traceBlockByHash" => {
             let view = state_at(s, p.block(0)?)?;

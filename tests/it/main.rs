@@ -10,6 +10,7 @@ mod access_lists_and_uncles;
 mod admission_rejections;
 mod backpressure_txpool_full;
 mod browser_pages_may_call_the_node;
+mod calls_take_state_and_block_overrides;
 mod cli_and_config;
 mod commit_failure_latches;
 mod connection_limits;

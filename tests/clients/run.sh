@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Client compatibility suite: foundry's cast, anvil (forking sluice) and forge (script --broadcast), ethers v6, viem and web3.py
+# Client compatibility suite: foundry's cast, anvil (forking sluice; traces compared with sluice's) and forge (script --broadcast), ethers v6, viem and web3.py
 # drive a real sluice node, unchanged, over HTTP and WebSocket.
 #
 #   bash tests/clients/run.sh            build sluice (debug), install the
 #                                        pinned clients if needed, run all
 #   SUITE_SLUICE_BIN=path/to/sluice bash ...  use that binary, do not build
 #   (not SLUICE_*: the node reads every SLUICE_* variable as configuration)
-#   bash tests/clients/run.sh ethers     only some clients (cast forge ethers viem
+#   bash tests/clients/run.sh ethers     only some clients (cast forge traces ethers viem
 #                                        web3py artifact)
 #
 # Needs node (>= 20), npm, python3 (>= 3.9, with venv) and pip; everything
@@ -22,7 +22,7 @@ cd "$(dirname "$0")"
 HERE=$(pwd)
 ROOT=$(cd ../.. && pwd)
 CLIENTS=("$@")
-[ ${#CLIENTS[@]} -eq 0 ] && CLIENTS=(artifact cast forge ethers viem web3py)
+[ ${#CLIENTS[@]} -eq 0 ] && CLIENTS=(artifact cast forge traces ethers viem web3py)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-clients.XXXXXX")
 RESULTS="$WORK/results"
@@ -70,9 +70,9 @@ need_js=0
 need_py=0
 for c in "${CLIENTS[@]}"; do
   case "$c" in
-    artifact | cast | forge | ethers | viem) need_js=1 ;;
+    artifact | cast | forge | traces | ethers | viem) need_js=1 ;;
     web3py) need_py=1 ;;
-    *) echo "unknown client $c (cast forge ethers viem web3py artifact)"; exit 2 ;;
+    *) echo "unknown client $c (cast forge traces ethers viem web3py artifact)"; exit 2 ;;
   esac
 done
 if [ $need_js = 1 ] && ! install_js; then record FAIL "install: npm ci"; need_js=failed; fi
@@ -174,6 +174,7 @@ for c in "${CLIENTS[@]}"; do
       ;;
     cast) run_js cast cast.test.mjs ;;
     forge) run_js forge forge.test.mjs ;;
+    traces) run_js traces traces.test.mjs ;;
     ethers) run_js ethers ethers.test.mjs ;;
     viem) run_js viem viem.test.mjs ;;
     web3py) run_py ;;

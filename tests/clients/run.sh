@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client compatibility suite: foundry's cast, anvil (forking sluice; traces compared with sluice's) and forge (script --broadcast), ethers v6, viem and web3.py
+# Client compatibility suite: foundry's cast, anvil (forking sluice; traces compared with sluice's) and forge (script --broadcast), ethers v6, viem (also in headless chromium) and web3.py
 # drive a real sluice node, unchanged, over HTTP and WebSocket.
 #
 #   bash tests/clients/run.sh            build sluice (debug), install the
@@ -9,7 +9,8 @@
 #   bash tests/clients/run.sh ethers     only some clients (cast forge traces ethers viem
 #                                        web3py artifact)
 #
-# Needs node (>= 20), npm, python3 (>= 3.9, with venv) and pip; everything
+# Needs node (>= 20), npm, python3 (>= 3.9, with venv), pip and chromium
+# (/usr/bin/chromium, or SUITE_CHROMIUM); everything
 # else is installed from the pinned package-lock.json and requirements.txt
 # into node_modules/ and .venv/ here (git-ignored), and reinstalled only when
 # a lock file changes. Each client gets a fresh node (its own data dir and
@@ -22,7 +23,7 @@ cd "$(dirname "$0")"
 HERE=$(pwd)
 ROOT=$(cd ../.. && pwd)
 CLIENTS=("$@")
-[ ${#CLIENTS[@]} -eq 0 ] && CLIENTS=(artifact cast forge traces ethers viem web3py)
+[ ${#CLIENTS[@]} -eq 0 ] && CLIENTS=(artifact cast forge traces ethers viem browser web3py)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-clients.XXXXXX")
 RESULTS="$WORK/results"
@@ -70,9 +71,9 @@ need_js=0
 need_py=0
 for c in "${CLIENTS[@]}"; do
   case "$c" in
-    artifact | cast | forge | traces | ethers | viem) need_js=1 ;;
+    artifact | cast | forge | traces | ethers | viem | browser) need_js=1 ;;
     web3py) need_py=1 ;;
-    *) echo "unknown client $c (cast forge traces ethers viem web3py artifact)"; exit 2 ;;
+    *) echo "unknown client $c (cast forge traces ethers viem browser web3py artifact)"; exit 2 ;;
   esac
 done
 if [ $need_js = 1 ] && ! install_js; then record FAIL "install: npm ci"; need_js=failed; fi
@@ -177,6 +178,7 @@ for c in "${CLIENTS[@]}"; do
     traces) run_js traces traces.test.mjs ;;
     ethers) run_js ethers ethers.test.mjs ;;
     viem) run_js viem viem.test.mjs ;;
+    browser) run_js browser browser.test.mjs ;;
     web3py) run_py ;;
   esac
 done

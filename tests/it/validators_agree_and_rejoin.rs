@@ -192,8 +192,15 @@ fn a_diverged_validator_halts_and_the_others_go_on() {
         assert!(Instant::now() < deadline, "v2 did not halt; log:\n{}", nodes[2].log());
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The first finalized block whose state reference names a height at or
+    // above 5 halts it: which height that is depends on the reference's lag.
     let log = nodes[2].log();
-    assert!(log.contains("app hash mismatch at height 5"), "{log}");
+    let named = log
+        .split("app hash mismatch at height ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(named.is_some_and(|n| n >= 5), "halted naming {named:?}; log:\n{log}");
     // The others keep finalizing, including their senders' transfers.
     let h = height(&nodes[0]);
     transfers(&nodes[0], 0, 2);

@@ -18,7 +18,11 @@
 //! and an `Admit` that panicked is answered with an error (never retried: a
 //! transaction that makes reservation panic must not be able to loop it).
 
-use std::{collections::HashMap, sync::Arc, time::Instant};
+use std::{
+    collections::HashMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use actix::prelude::*;
 use sluice_store::{StateReader, Store};
@@ -36,6 +40,10 @@ use crate::{
     protocol::{CommittedAccount, NonceMsg, ProducerMsg, ShardMsg},
     supervise::{contain, Supervisor},
 };
+
+/// How often held transactions are checked against their lifetime and a
+/// halt.
+const SWEEP_EVERY: Duration = Duration::from_millis(500);
 
 /// The nonce reservation actor.
 pub struct NonceActor {
@@ -239,6 +247,23 @@ impl NonceActor {
         metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
     }
 
+    /// On a halted node no gap can fill: every held transaction is dropped
+    /// and reported as the in-flight ones are (`reason="halted"`); else
+    /// the lifetime is applied.
+    fn sweep(&mut self) {
+        if self.future.is_empty() {
+            return;
+        }
+        match self.store.halted() {
+            Some(reason) => {
+                let gone = self.future.drain();
+                report_future(&gone, m::DROP_HALTED, &format!("the node halted: {reason}"));
+                metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(0.0);
+            }
+            None => self.expire(),
+        }
+    }
+
     /// Drops and reports what waited for its gap past the lifetime.
     fn expire(&mut self) {
         if self.future.is_empty() {
@@ -277,6 +302,9 @@ impl Actor for NonceActor {
         if let Some(rx) = self.rx.take() {
             ctx.add_stream(rx.into_stream());
         }
+        // Held transactions age out even when no block comes (an idle chain
+        // with empty blocks off, a halted node), and a halt drops them all.
+        ctx.run_interval(SWEEP_EVERY, |act, _| act.sweep());
     }
 }
 

@@ -118,6 +118,18 @@ impl FutureQueue {
         gone
     }
 
+    /// Drops and answers everything held (the node halted: no gap will
+    /// fill).
+    pub fn drain(&mut self) -> Vec<RecoveredTx> {
+        let gone: Vec<RecoveredTx> = std::mem::take(&mut self.senders)
+            .into_values()
+            .flat_map(BTreeMap::into_values)
+            .map(|h| h.tx)
+            .collect();
+        self.len = 0;
+        gone
+    }
+
     /// Whether a transaction with this hash is held.
     pub fn contains(&self, sender: &Address, nonce: u64, hash: &B256) -> bool {
         self.senders.get(sender).and_then(|m| m.get(&nonce)).is_some_and(|h| h.tx.hash == *hash)

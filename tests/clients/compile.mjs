@@ -23,11 +23,12 @@ const SETTINGS = {
   outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] } },
 };
 
-/** Compiles the source; returns the artifact object. */
-export function compile() {
+/** Compiles `source` (a path under tests/clients) with the settings above;
+ * returns its contracts by name, as solc's standard JSON output has them. */
+export function compileSource(source) {
   const input = {
     language: "Solidity",
-    sources: { [SOURCE]: { content: readFileSync(join(here, SOURCE), "utf8") } },
+    sources: { [source]: { content: readFileSync(join(here, source), "utf8") } },
     settings: SETTINGS,
   };
   const output = JSON.parse(solc.compile(JSON.stringify(input)));
@@ -35,7 +36,12 @@ export function compile() {
   if (errors.length) {
     throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
   }
-  const c = output.contracts[SOURCE][CONTRACT];
+  return output.contracts[source];
+}
+
+/** Compiles the token; returns the artifact object. */
+export function compile() {
+  const c = compileSource(SOURCE)[CONTRACT];
   return {
     contractName: CONTRACT,
     sourceName: SOURCE,

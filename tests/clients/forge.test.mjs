@@ -14,24 +14,13 @@ import { fileURLToPath } from "node:url";
 
 import { id } from "ethers";
 
-import { ADDRS, CHAIN_ID, KEYS, RPC_URL } from "./lib.mjs";
+import { ADDRS, CHAIN_ID, KEYS, RPC_URL, rpc } from "./lib.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const PROJECT = join(here, "forge");
 const arch = { x64: "amd64", arm64: "arm64" }[process.arch];
 const pkg = `@foundry-rs/forge-${process.platform}-${arch}/package.json`;
 const FORGE = join(dirname(createRequire(import.meta.url).resolve(pkg)), "bin", "forge");
-
-async function rpc(method, params) {
-  const r = await fetch(RPC_URL, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = await r.json();
-  if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
-  return body.result;
-}
 
 test("forge script --broadcast deploys 12 transactions in flight, three runs in a row", async () => {
   const deployer = ADDRS[5];

@@ -63,3 +63,15 @@ export function causes(err) {
   for (let e = err; e && out.length < 20; e = e.cause) out.push(e);
   return out;
 }
+
+/** One JSON-RPC call to `url` (the node by default); throws on an error answer. */
+export async function rpc(method, params = [], url = RPC_URL) {
+  const r = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = await r.json();
+  if (body.error) throw new Error(`${url} ${method}: ${JSON.stringify(body.error)}`);
+  return body.result;
+}

@@ -14,7 +14,7 @@ import Ajv from "ajv";
 import { Interface, Wallet } from "ethers";
 import yaml from "js-yaml";
 
-import { ADDRS, CHAIN_ID, KEYS, RPC_URL, TOKEN, freshAddress, until } from "./lib.mjs";
+import { ADDRS, CHAIN_ID, KEYS, TOKEN, freshAddress, rpc, until } from "./lib.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SPEC = join(here, "execution-apis");
@@ -36,17 +36,6 @@ function retarget(node) {
     );
   }
   return node;
-}
-
-async function rpc(method, params = []) {
-  const r = await fetch(RPC_URL, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = await r.json();
-  if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
-  return body.result;
 }
 
 test("results validate against the execution-apis schemas, for every spec method sluice serves", async () => {

@@ -11,52 +11,21 @@
 // block. Two more are where anvil departs from geth (see `normalize`).
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 
 import { Interface, Wallet } from "ethers";
 
-import { CHAIN_ID, KEYS, RPC_URL, freshAddress, sleep, until } from "./lib.mjs";
+import { compileSource } from "./compile.mjs";
+import { CHAIN_ID, KEYS, RPC_URL, freshAddress, rpc, until } from "./lib.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
-const solc = require("solc");
 const arch = { x64: "amd64", arm64: "arm64" }[process.arch];
 const ANVIL = join(dirname(require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`)), "bin", "anvil");
 const COINBASE = "0x0000000000000000000000000000000000000000";
 const GWEI = 10n ** 9n;
-
-function compile() {
-  const source = "contracts/TraceCases.sol";
-  const input = {
-    language: "Solidity",
-    sources: { [source]: { content: readFileSync(join(here, source), "utf8") } },
-    settings: {
-      evmVersion: "cancun",
-      optimizer: { enabled: true, runs: 200 },
-      outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
-    },
-  };
-  const out = JSON.parse(solc.compile(JSON.stringify(input)));
-  const errors = (out.errors ?? []).filter((e) => e.severity === "error");
-  if (errors.length) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  return out.contracts[source];
-}
-
-async function rpcAt(url, method, params) {
-  const r = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = await r.json();
-  if (body.error) throw new Error(`${url} ${method}: ${JSON.stringify(body.error)}`);
-  return body.result;
-}
 
 let anvil;
 let ANVIL_URL;
@@ -75,7 +44,7 @@ before(async () => {
   await until(
     async () => {
       try {
-        return BigInt(await rpcAt(ANVIL_URL, "eth_chainId", [])) === BigInt(CHAIN_ID);
+        return BigInt(await rpc("eth_chainId", [], ANVIL_URL)) === BigInt(CHAIN_ID);
       } catch {
         return false;
       }
@@ -89,11 +58,11 @@ after(() => anvil?.kill());
 
 /** Sends `raw` to both nodes; returns the receipts (sluice, anvil). */
 async function sendBoth(raw) {
-  const [a, b] = await Promise.all([rpcAt(RPC_URL, "eth_sendRawTransaction", [raw]), rpcAt(ANVIL_URL, "eth_sendRawTransaction", [raw])]);
+  const [a, b] = await Promise.all([rpc("eth_sendRawTransaction", [raw], RPC_URL), rpc("eth_sendRawTransaction", [raw], ANVIL_URL)]);
   assert.equal(a, b, "the same hash on both");
   const receipt = async (url) => {
     let r = null;
-    await until(async () => (r = await rpcAt(url, "eth_getTransactionReceipt", [a])) !== null, 20000, `receipt on ${url}`);
+    await until(async () => (r = await rpc("eth_getTransactionReceipt", [a], url)) !== null, 20000, `receipt on ${url}`);
     return r;
   };
   return [a, await receipt(RPC_URL), await receipt(ANVIL_URL)];
@@ -143,7 +112,7 @@ const TRACERS = [
 ];
 
 test("every tracer's output equals anvil's for transfers, a deploy, nested calls with a revert, logs, a self-destruct and a failed call", async () => {
-  const contracts = compile();
+  const contracts = compileSource("contracts/TraceCases.sol");
   const parent = new Interface(contracts.Parent.abi);
   const wallet = new Wallet(KEYS[0]);
   let nonce = 0;
@@ -179,8 +148,8 @@ test("every tracer's output equals anvil's for transfers, a deploy, nested calls
   for (const [label, hash, gasLimit] of cases) {
     for (const [name, opts] of TRACERS) {
       const [a, b] = await Promise.all([
-        rpcAt(RPC_URL, "debug_traceTransaction", [hash, opts]),
-        rpcAt(ANVIL_URL, "debug_traceTransaction", [hash, opts]),
+        rpc("debug_traceTransaction", [hash, opts], RPC_URL),
+        rpc("debug_traceTransaction", [hash, opts], ANVIL_URL),
       ]);
       const [x, y] = normalize(name, withoutCoinbase(a), withoutCoinbase(b), gasLimit);
       assert.deepStrictEqual(x, y, `${label}: ${name}`);
@@ -192,13 +161,13 @@ test("every tracer's output equals anvil's for transfers, a deploy, nested calls
   // debug_traceCall on the state both chains reached.
   const call = { from: wallet.address, to: at, data: parent.encodeFunctionData("nested", [9n]), gas: "0xf4240" };
   for (const [name, opts] of TRACERS) {
-    const a = await rpcAt(RPC_URL, "debug_traceCall", [call, "latest", opts]);
+    const a = await rpc("debug_traceCall", [call, "latest", opts], RPC_URL);
     // anvil answers "unsupported tracer type" to 4byteTracer on a call.
     if (name === "4byteTracer") {
       assert.deepStrictEqual(a, { "0x10b80908-32": 1, "0x773acdef-32": 2, "0xa169ce09-0": 1 });
       continue;
     }
-    const b = await rpcAt(ANVIL_URL, "debug_traceCall", [call, "latest", opts]);
+    const b = await rpc("debug_traceCall", [call, "latest", opts], ANVIL_URL);
     const [x, y] = normalize(name, withoutCoinbase(a), withoutCoinbase(b), 1_000_000n);
     assert.deepStrictEqual(x, y, `traceCall: ${name}`);
   }

@@ -20,7 +20,7 @@
 //! The retry then finds the block already in the store and redoes only the
 //! publication, so it is exact. (A panic inside `Store::commit` between the
 //! database write and the in-memory apply is exact to retry too: the write
-//! is one redb transaction of absolute values, and the vault check accepts
+//! is one atomic batch of absolute values, and the vault check accepts
 //! the same app hash again.)
 
 use std::{

@@ -97,7 +97,10 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
             n => SyncPolicy::EveryNBlocks(n),
         },
         cache_blocks: cfg.store.cache_blocks,
-        db_cache_bytes: cfg.store.db_cache_bytes,
+        db_memory: sluice_store::DbMemory {
+            cache_bytes: cfg.store.db_cache_bytes as u64,
+            write_buffer_bytes: cfg.store.db_write_buffer_bytes,
+        },
         state_cache: sluice_store::CacheBytes {
             accounts: cfg.store.account_cache_bytes,
             storage: cfg.store.storage_cache_bytes,
@@ -192,8 +195,8 @@ impl Node {
         if store.repaired_at_open() {
             tracing::warn!(
                 data_dir = %dir.display(),
-                "the data dir was not closed cleanly (a crash or a kill): its database was checked and repaired; \
-                 blocks after the last sync, if syncs are grouped, are gone"
+                "the data dir was not closed cleanly (a crash or a kill): its database replayed its journal; \
+                 after a power loss, blocks after the last sync, if syncs are grouped, are gone"
             );
         }
         // A start that fails from here on closes the file it opened, or the

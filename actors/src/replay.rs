@@ -54,8 +54,9 @@ pub fn replay(
     workers: usize,
     progress: impl FnMut(u64, u64),
 ) -> Result<ReplaySummary, ReplayError> {
-    // Every read of the data dir is guarded: redb panics on some damage.
-    sluice_store::guard::guarded(&dir.join(sluice_store::db::DB_FILE), || {
+    // Every read of the data dir is guarded: a database library may
+    // panic on some damage.
+    sluice_store::guard::guarded(&dir.join(sluice_store::db::DB_DIR), || {
         replay_unguarded(dir, workers, progress)
     })
 }

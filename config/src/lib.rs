@@ -166,6 +166,7 @@ impl Default for Config {
                 sync_every_blocks: 1,
                 cache_blocks: 128,
                 db_cache_bytes: 256 * 1024 * 1024,
+                db_write_buffer_bytes: 128 * 1024 * 1024,
                 account_cache_bytes: 128 * 1024 * 1024,
                 storage_cache_bytes: 128 * 1024 * 1024,
                 code_cache_bytes: 64 * 1024 * 1024,
@@ -260,10 +261,11 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 38] = [
+        let positive: [(&str, u64); 39] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
+            ("store.db_write_buffer_bytes", self.store.db_write_buffer_bytes),
             ("store.account_cache_bytes", self.store.account_cache_bytes),
             ("store.storage_cache_bytes", self.store.storage_cache_bytes),
             ("store.code_cache_bytes", self.store.code_cache_bytes),

@@ -236,8 +236,10 @@ pub struct StoreConfig {
     pub sync_every_blocks: u32,
     /// Recent blocks kept in memory.
     pub cache_blocks: usize,
-    /// The database's own page cache (redb's default is 1 GiB).
+    /// The database's own block cache, in bytes.
     pub db_cache_bytes: usize,
+    /// The database's write buffers (all memtables together), in bytes.
+    pub db_write_buffer_bytes: u64,
     /// Current accounts kept in memory, in bytes (the rest are on disk).
     pub account_cache_bytes: u64,
     /// Current storage slots kept in memory, in bytes.

@@ -15,8 +15,9 @@ use sluice_messages::{
 use crate::{
     apphash::{app_hash, fold_synthetic},
     cache::{CacheBytes, CacheStats, StateCache},
-    db::{ChainIdentity, Db, SyncPolicy},
+    db::{ChainIdentity, Db, DbMemory, SyncPolicy},
     state::MemState,
+    write::Priors,
     Account, Genesis, StateReader, StoreError,
 };
 
@@ -108,7 +109,7 @@ pub struct CommitInfo {
 pub struct Store {
     inner: RwLock<Inner>,
     /// `None` in memory; `Some(None)` once [`Store::close`] closed it.
-    /// Reads and the commit share it (redb reads see the last committed
+    /// Reads and the commit share it (reads see the last committed
     /// transaction while a write is under way); only close takes it alone.
     db: Option<RwLock<Option<Db>>>,
     /// Current state read from the database, within a byte budget
@@ -136,8 +137,8 @@ pub struct DurableOptions {
     pub sync: SyncPolicy,
     /// Recent blocks kept in memory.
     pub cache_blocks: usize,
-    /// The database's page cache, in bytes.
-    pub db_cache_bytes: usize,
+    /// The database's own memory: its block cache and write buffers.
+    pub db_memory: DbMemory,
     /// Budgets of the state cache over the database.
     pub state_cache: CacheBytes,
     /// State history kept, in blocks (0: all); see [`crate::history`].
@@ -294,7 +295,7 @@ impl Store {
     /// A damaged file is refused with [`StoreError::Corrupt`] (see
     /// [`crate::guard`]).
     pub fn open(genesis: &Genesis, opts: &DurableOptions) -> Result<Store, StoreError> {
-        crate::guard::guarded(&opts.dir.join(crate::db::DB_FILE), || Self::open_unguarded(genesis, opts))
+        crate::guard::guarded(&opts.dir.join(crate::db::DB_DIR), || Self::open_unguarded(genesis, opts))
     }
 
     fn open_unguarded(genesis: &Genesis, opts: &DurableOptions) -> Result<Store, StoreError> {
@@ -304,7 +305,7 @@ impl Store {
             spec: opts.spec.clone(),
             network: opts.network.clone(),
         };
-        let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_cache_bytes)?;
+        let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_memory)?;
         db.keep_history_blocks(opts.history_blocks);
         let head = match loaded {
             None => {
@@ -316,7 +317,7 @@ impl Store {
                     .collect();
                 db.write_synthetic(&genesis.synthetic)?;
                 // Genesis is always synced: everything after builds on it.
-                db.write_block(&block, &changes, &hashes)?;
+                db.write_block(&block, &changes, &hashes, &Priors::default())?;
                 0
             }
             Some(loaded) => loaded.head,
@@ -358,9 +359,9 @@ impl Store {
         self.genesis_fingerprint
     }
 
-    /// Whether the data dir had not been closed cleanly (a crash, a kill)
-    /// and its database was repaired when opened: the repair walks the
-    /// whole file, and blocks a grouped sync policy had not synced are gone.
+    /// Whether the data dir had not been closed cleanly (a crash, a kill):
+    /// its database replayed its journal when opened, and after a power
+    /// loss blocks a grouped sync policy had not synced are gone.
     pub fn repaired_at_open(&self) -> bool {
         self.repaired
     }
@@ -467,10 +468,9 @@ impl Store {
         self.disk().ok_or_else(|| StoreError::Halted("the store was closed at shutdown".into()))
     }
 
-    /// Closes the database file, making every commit durable and marking
-    /// the file cleanly closed, so the next start neither repairs it (a
-    /// walk over the whole file) nor rolls back commits a grouped sync
-    /// policy had not synced yet. It does not wait for the store's other
+    /// Closes the database, making every commit durable and marking it
+    /// cleanly closed, so the next start does not report a crash. It does
+    /// not wait for the store's other
     /// holders to go: threads still winding down at exit would keep the
     /// file open. Reads after it find only cached blocks; commits fail.
     pub fn close(&self) -> Result<(), StoreError> {
@@ -493,7 +493,7 @@ impl Store {
             };
             (prev, inner.head + 1)
         };
-        let code_hashes = self.code_hashes_after(&executed.changes)?;
+        let (code_hashes, priors) = self.code_hashes_and_priors(&executed.changes)?;
         let number = executed.block.header.number;
         if number != expected {
             return Err(StoreError::OutOfOrder { expected, got: number });
@@ -523,7 +523,7 @@ impl Store {
                         "app hash mismatch at height {number}: the hash vault recorded {recorded}, this node produced {app}"
                     ))),
                     Some((Err(e), _)) => Err(e),
-                    Some((Ok(_), db)) => db.write_block(&stored, &executed.changes, &code_hashes),
+                    Some((Ok(_), db)) => db.write_block(&stored, &executed.changes, &code_hashes, &priors),
                 }
             };
             match result {
@@ -573,24 +573,38 @@ impl Store {
         Err(err)
     }
 
-    /// The code hash each account change leaves: what the change says for
-    /// fresh accounts, otherwise the current one.
-    fn code_hashes_after(&self, changes: &ChangeSet) -> Result<Vec<B256>, StoreError> {
+    /// The code hash each account change leaves (what the change says for
+    /// fresh accounts, otherwise the current one) and, with a database,
+    /// what each change replaces (see [`Priors`]), read through the state
+    /// cache: the executor has just read all of it.
+    fn code_hashes_and_priors(&self, changes: &ChangeSet) -> Result<(Vec<B256>, Priors), StoreError> {
         if self.cache.is_none() {
             let inner = self.inner.read();
-            return Ok(changes.accounts.iter().map(|c| inner.state.code_hash_after(c)).collect());
+            let hashes = changes.accounts.iter().map(|c| inner.state.code_hash_after(c)).collect();
+            return Ok((hashes, Priors::default()));
         }
-        changes
-            .accounts
-            .iter()
-            .map(|c| match (&c.code, c.storage_cleared || c.deleted) {
-                (Some(code), _) => Ok(code.hash),
-                (None, true) => Ok(crate::EMPTY_CODE_HASH),
-                (None, false) => {
-                    Ok(self.account(&c.address)?.map_or(crate::EMPTY_CODE_HASH, |a| a.code_hash))
-                }
-            })
-            .collect()
+        let mut hashes = Vec::with_capacity(changes.accounts.len());
+        let mut priors = Priors {
+            accounts: Vec::with_capacity(changes.accounts.len()),
+            slots: Vec::with_capacity(changes.accounts.len()),
+        };
+        for c in &changes.accounts {
+            let before = self.account(&c.address)?;
+            let wiped = c.storage_cleared || c.deleted;
+            hashes.push(match (&c.code, wiped) {
+                (Some(code), _) => code.hash,
+                (None, true) => crate::EMPTY_CODE_HASH,
+                (None, false) => before.map_or(crate::EMPTY_CODE_HASH, |a| a.code_hash),
+            });
+            priors.accounts.push(before);
+            let slots = if wiped {
+                Vec::new()
+            } else {
+                c.storage.iter().map(|(slot, _)| self.storage(&c.address, slot)).collect::<Result<_, _>>()?
+            };
+            priors.slots.push(slots);
+        }
+        Ok((hashes, priors))
     }
 
     /// Latches a failure: every later commit fails with it.
@@ -632,7 +646,7 @@ impl Store {
 impl Drop for Store {
     /// Closes the file if [`Store::close`] was not called (a store dropped
     /// by a test, or by a node that failed to start): through
-    /// [`Db::close`], so damage redb finds while closing is an error here,
+    /// [`Db::close`], so damage found while closing is an error here,
     /// not a panic in a destructor, which during another panic's unwinding
     /// would abort the process. The error has no one to go to: the file is
     /// as damaged as it was, and the next open reports it.

@@ -1,58 +1,53 @@
-//! The on-disk store: one redb database under the data dir.
+//! The on-disk store: one fjall database (an LSM tree) under the data dir.
 //!
-//! redb was chosen because it is pure Rust (nothing to install), ACID with
-//! copy-on-write B-trees and checksums (a torn write is never half-visible,
-//! corruption is detected when the file is opened), and lets each commit
-//! choose whether it is synced: exactly the durability policy sluice needs.
+//! fjall was chosen by measurement (ARCHITECTURE.md, "The store engine"):
+//! a block's writes are random keys (accounts, slots, history rows), which
+//! a copy-on-write B-tree (redb, before) pays for by rewriting pages all
+//! over the file, 14-20 KB a transfer; an LSM tree appends them to its
+//! journal and sorts them in the background, ~1.4 KB a transfer. It is pure
+//! Rust (nothing to install), checksums its journal and blocks, and applies
+//! a write batch across keyspaces atomically: a block is wholly on disk or
+//! not at all.
 //!
 //! Per block it stores the block (header + raw transactions), its results
 //! (receipts, positions, gas used, app hash), its change set, and the app
 //! hash in the hash vault, the priors of what it changed (the history), and
 //! current state (accounts, storage, code), which is read from here through
-//! a bounded cache ([`crate::cache`]), never loaded whole. One write
-//! transaction per block: a block is either wholly on disk or not.
+//! a bounded cache ([`crate::cache`]), never loaded whole. The writes are in
+//! [`crate::write`].
 
 use std::{
     path::{Path, PathBuf},
-    sync::atomic::{AtomicU32, Ordering},
+    sync::atomic::AtomicU32,
 };
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use prost::Message;
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 
-use crate::history::{self, AtBlock, HistoryWriter, ACCOUNT_HISTORY, STORAGE_HISTORY};
+use crate::history::{self, AtBlock};
 use sluice_messages::{
-    wire::{self, BlockProto, BlockResultsProto, ChangeSetProto, ReceiptProto},
+    wire::{self, BlockProto, BlockResultsProto, ChangeSetProto},
     ChangeSet, Receipt, SealedBlock,
 };
 
 use crate::{chain::StoredBlock, Account, StoreError, Synthetic};
 
-const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
-const RESULTS: TableDefinition<u64, &[u8]> = TableDefinition::new("results");
-const CHANGES: TableDefinition<u64, &[u8]> = TableDefinition::new("changes");
-/// The hash vault: every height's app hash.
-const VAULT: TableDefinition<u64, &[u8]> = TableDefinition::new("app_hashes");
-const BLOCK_BY_HASH: TableDefinition<&[u8], u64> = TableDefinition::new("block_by_hash");
-const TX_INDEX: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tx_index");
-const ACCOUNTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("accounts");
-const STORAGE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("storage");
-const CODES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("codes");
-
-/// File name of the database inside the data dir.
-pub const DB_FILE: &str = "chain.redb";
-/// Layout version; a different one is refused.
-const SCHEMA_VERSION: u64 = 1;
+/// Directory of the database inside the data dir.
+pub const DB_DIR: &str = "chain";
+/// Layout version; a different one is refused. 2: fjall (1 was redb).
+pub(crate) const SCHEMA_VERSION: u64 = 2;
+/// Set in `meta` while the database is open, removed by a clean close:
+/// found at open, the last run was killed or crashed.
+pub(crate) const OPEN_MARK: &str = "open";
 
 /// When commits reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncPolicy {
     /// Every block is synced before it is reported committed.
     EveryBlock,
-    /// Only every Nth block is synced; after a crash up to N-1 blocks that
-    /// were reported committed may be lost.
+    /// Only every Nth block is synced; after a power loss up to N-1 blocks
+    /// that were reported committed may be lost (a killed process loses
+    /// none: unsynced blocks are in the OS's buffers).
     EveryNBlocks(u32),
 }
 
@@ -81,24 +76,47 @@ impl ChainIdentity {
     }
 }
 
-/// redb's own I/O errors read "I/O error: ..."; the variant says I/O
-/// already, so the cause (e.g. "No space left on device") comes right
-/// after it, once.
-fn io(e: impl std::fmt::Display) -> StoreError {
-    io_error(e)
+/// The file an older sluice kept its chain in (a redb database).
+pub const REDB_FILE: &str = "chain.redb";
+
+/// A data dir an older sluice wrote (one redb file, `chain.redb`) is
+/// refused by name: this build cannot read it, and starting a new chain
+/// beside it would look like the old chain was lost.
+fn refuse_older_engine(dir: &Path) -> Result<(), StoreError> {
+    let old = dir.join(REDB_FILE);
+    if old.exists() {
+        return Err(corrupt(format!(
+            "data dir {} holds {REDB_FILE}, a chain written by an older sluice (its redb store); this build \
+             stores chains with fjall and cannot read it: use another --data-dir, or remove {} to start this \
+             chain again from genesis",
+            dir.display(),
+            old.display(),
+        )));
+    }
+    Ok(())
 }
 
-/// See [`io`] (for the other modules of this crate).
-pub(crate) fn io_error(e: impl std::fmt::Display) -> StoreError {
-    let message = e.to_string();
-    StoreError::Io(message.strip_prefix("I/O error: ").map_or_else(|| message.clone(), str::to_owned))
+/// fjall's errors as the store's: an I/O error names its cause once ("No
+/// space left on device (os error 28)"), not fjall's debug form; a
+/// checksum mismatch or undecodable block is damage.
+pub(crate) fn db_error(e: fjall::Error) -> StoreError {
+    match e {
+        fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e)) => StoreError::Io(e.to_string()),
+        fjall::Error::JournalRecovery(e) => StoreError::Corrupt(format!("its journal cannot be read: {e:?}")),
+        fjall::Error::Poisoned => {
+            StoreError::Io("an earlier write failed and the database refuses further writes".into())
+        }
+        fjall::Error::Locked => StoreError::Io("the data dir is in use by another process".into()),
+        other => StoreError::Corrupt(format!("{other:?}")),
+    }
 }
 
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
+/// Damage found in a record sluice wrote.
+pub(crate) fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
 
-fn encode_account(a: &Account) -> [u8; 72] {
+pub(crate) fn encode_account(a: &Account) -> [u8; 72] {
     let mut out = [0u8; 72];
     out[..32].copy_from_slice(&a.balance.to_be_bytes::<32>());
     out[32..40].copy_from_slice(&a.nonce.to_be_bytes());
@@ -106,7 +124,7 @@ fn encode_account(a: &Account) -> [u8; 72] {
     out
 }
 
-fn decode_account(v: &[u8]) -> Result<Account, StoreError> {
+pub(crate) fn decode_account(v: &[u8]) -> Result<Account, StoreError> {
     if v.len() != 72 {
         return Err(corrupt(format!("account record of {} bytes", v.len())));
     }
@@ -119,56 +137,79 @@ fn decode_account(v: &[u8]) -> Result<Account, StoreError> {
     })
 }
 
-fn slot_key(address: &Address, slot: &U256) -> [u8; 52] {
+pub(crate) fn slot_key(address: &Address, slot: &U256) -> [u8; 52] {
     let mut k = [0u8; 52];
     k[..20].copy_from_slice(address.as_slice());
     k[20..].copy_from_slice(&slot.to_be_bytes::<32>());
     k
 }
 
-/// How many blocks' history one commit drops at most: a window shortened
-/// on a long chain shrinks over many commits, not in one.
-pub const PRUNE_BLOCKS_PER_COMMIT: u64 = 64;
+fn u64_value(v: &[u8], what: &str) -> Result<u64, StoreError> {
+    let bytes: [u8; 8] = v.try_into().map_err(|_| corrupt(format!("{what} record")))?;
+    Ok(u64::from_be_bytes(bytes))
+}
 
-/// Drops the history of blocks up to `oldest` (the oldest block whose state
-/// stays readable: rows recorded by a block serve reads before it only),
-/// from where the last pruning stopped, and moves `history_from` there.
-fn prune_history(
-    w: &redb::WriteTransaction,
-    history: &mut HistoryWriter<'_>,
-    oldest: u64,
-) -> Result<(), StoreError> {
-    let mut meta = w.open_table(META).map_err(io)?;
-    let from = match meta.get("history_from").map_err(io)? {
-        Some(v) => u64::from_be_bytes(v.value().try_into().map_err(|_| corrupt("meta history_from"))?),
-        None => 0,
-    };
-    if oldest <= from {
-        return Ok(());
+/// How many keyspaces [`Tables`] has.
+const KEYSPACES: u64 = 12;
+
+/// The database's keyspaces (its tables). Heights are big-endian, so they
+/// sort in order.
+pub(crate) struct Tables {
+    /// Identity, head, history window, synthetic genesis, the open mark.
+    pub(crate) meta: Keyspace,
+    /// Height -> block.
+    pub(crate) blocks: Keyspace,
+    /// Height -> results.
+    pub(crate) results: Keyspace,
+    /// Height -> change set.
+    pub(crate) changes: Keyspace,
+    /// The hash vault: height -> app hash.
+    pub(crate) vault: Keyspace,
+    /// Block hash -> height.
+    pub(crate) block_by_hash: Keyspace,
+    /// Transaction hash -> (height, receipt index).
+    pub(crate) tx_index: Keyspace,
+    /// Address -> account.
+    pub(crate) accounts: Keyspace,
+    /// Address ++ slot -> value (nonzero only).
+    pub(crate) storage: Keyspace,
+    /// Code hash -> code.
+    pub(crate) codes: Keyspace,
+    /// See [`crate::history`].
+    pub(crate) account_history: Keyspace,
+    /// See [`crate::history`].
+    pub(crate) storage_history: Keyspace,
+}
+
+/// Memory bounds of the database itself (beyond the state cache).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbMemory {
+    /// Its block cache (recently read blocks of its tables), in bytes.
+    pub cache_bytes: u64,
+    /// All write buffers (memtables) together, in bytes, split evenly
+    /// between the tables (at least 1 MiB each): a full one is flushed to
+    /// disk.
+    pub write_buffer_bytes: u64,
+}
+
+impl Default for DbMemory {
+    fn default() -> Self {
+        DbMemory { cache_bytes: 64 << 20, write_buffer_bytes: 128 << 20 }
     }
-    let until = oldest.min(from + PRUNE_BLOCKS_PER_COMMIT);
-    let changes = w.open_table(CHANGES).map_err(io)?;
-    for b in from + 1..=until {
-        let Some(bytes) = changes.get(b).map_err(io)? else { continue };
-        let set = ChangeSet::try_from(&wire::decode::<ChangeSetProto>(bytes.value()).map_err(corrupt)?)
-            .map_err(corrupt)?;
-        history.forget(b, &set).map_err(io)?;
-    }
-    meta.insert("history_from", until.to_be_bytes().as_slice()).map_err(io)?;
-    Ok(())
 }
 
 /// The open database.
 pub struct Db {
-    db: Database,
+    pub(crate) db: Database,
+    pub(crate) t: Tables,
     path: PathBuf,
-    policy: SyncPolicy,
+    pub(crate) policy: SyncPolicy,
     /// Commits since the last synced one (only the committer writes).
-    unsynced: AtomicU32,
-    /// redb found the file not cleanly closed and repaired it at open.
+    pub(crate) unsynced: AtomicU32,
+    /// The open mark was found: the last run did not close cleanly.
     repaired: bool,
     /// State history kept, in blocks (0: all).
-    history_blocks: u64,
+    pub(crate) history_blocks: u64,
 }
 
 /// What a data dir held at start.
@@ -177,43 +218,20 @@ pub struct Loaded {
     pub head: u64,
 }
 
-/// What one block's write did.
-#[derive(Debug, Default)]
-pub struct Written {
-    /// Whether it was synced to disk.
-    pub synced: bool,
-    /// The slots that deleted or recreated accounts held, now gone.
-    pub wiped: Vec<(Address, U256)>,
-}
-
-/// Synthetic accounts are inserted this many per write transaction, so a
-/// genesis of millions does not hold them all as dirty pages at once.
-const SYNTHETIC_BATCH: u64 = 500_000;
-
 impl Db {
     /// Opens (or creates) the database in `dir`. A data dir of another chain
     /// or genesis, or of another layout, is refused with a message naming
     /// both. Returns `None` as the loaded chain for a new database.
-    /// `cache_bytes` bounds redb's own page cache (its default is 1 GiB).
     pub fn open(
         dir: &Path,
         id: &ChainIdentity,
         policy: SyncPolicy,
-        cache_bytes: usize,
+        memory: DbMemory,
     ) -> Result<(Db, Option<Loaded>), StoreError> {
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let path = dir.join(DB_FILE);
-        let repairing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let noted = std::sync::Arc::clone(&repairing);
-        let db = Database::builder()
-            .set_cache_size(cache_bytes)
-            .set_repair_callback(move |_| noted.store(true, std::sync::atomic::Ordering::Relaxed))
-            .create(&path)
-            .map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
-        let repaired = repairing.load(std::sync::atomic::Ordering::Relaxed);
-        let me = Db { db, path, policy, unsynced: AtomicU32::new(0), repaired, history_blocks: 0 };
-        let stored = me.identity()?;
-        match stored {
+        refuse_older_engine(dir)?;
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Io(e.to_string()))?;
+        let mut me = Self::open_at(dir.join(DB_DIR), policy, memory)?;
+        match me.identity()? {
             None => {
                 me.write_identity(id)?;
                 Ok((me, None))
@@ -221,7 +239,7 @@ impl Db {
             Some(stored) if stored != *id => Err(corrupt(format!(
                 "data dir {} belongs to chain id {} (genesis {}, {}, {}), but this node is configured for chain id {} \
                  (genesis {}, {}, {}); use another --data-dir",
-                me.path.display(),
+                dir.display(),
                 stored.chain_id,
                 stored.genesis,
                 stored.spec,
@@ -232,81 +250,105 @@ impl Db {
                 id.network_name(),
             ))),
             Some(_) => {
-                let loaded = me.load()?;
-                if me.meta_u64("history_from")?.is_none() {
-                    // Written by a sluice that kept no history: it starts
-                    // at the head this one found.
-                    let w = me.db.begin_write().map_err(io)?;
-                    w.open_table(META)
-                        .map_err(io)?
-                        .insert("history_from", loaded.head.to_be_bytes().as_slice())
-                        .map_err(io)?;
-                    w.commit().map_err(io)?;
-                }
-                Ok((me, Some(loaded)))
+                let head = me.head()?.ok_or_else(|| corrupt("database has a chain identity but no blocks"))?;
+                me.repaired = me.meta(OPEN_MARK)?.is_some();
+                me.mark_open()?;
+                Ok((me, Some(Loaded { head })))
             }
         }
     }
 
-    /// Opens an existing database to read it (replay); the only write is
-    /// redb's repair of a file left open by a crash. A damaged file is
-    /// refused with [`StoreError::Corrupt`] (see
-    /// [`crate::guard`]); later reads of a damaged file may still panic, so
-    /// a caller reading it whole guards its reads too.
+    fn open_at(path: PathBuf, policy: SyncPolicy, memory: DbMemory) -> Result<Db, StoreError> {
+        let cannot = |e: fjall::Error| match e {
+            // A file the database names (its current version, a table) is
+            // gone or cut short, or holds what cannot be decoded: damage,
+            // not a failing disk.
+            fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound
+                        | std::io::ErrorKind::UnexpectedEof
+                        | std::io::ErrorKind::InvalidData
+                ) =>
+            {
+                corrupt(format!("cannot open {}: a file of it is missing or damaged ({e})", path.display()))
+            }
+            e => match db_error(e) {
+                StoreError::Corrupt(why) => corrupt(format!("cannot open {}: {why}", path.display())),
+                StoreError::Io(why) => StoreError::Io(format!("cannot open {}: {why}", path.display())),
+                other => other,
+            },
+        };
+        // The write buffer is split evenly between the tables' memtables (a
+        // full one is sealed and flushed to a table file). The journal is
+        // cut, flushing what it holds, at twice the buffer: what a start
+        // after a kill replays stays small.
+        let memtable = (memory.write_buffer_bytes / KEYSPACES).max(1 << 20);
+        let db = Database::builder(&path)
+            .cache_size(memory.cache_bytes)
+            .max_journaling_size((memory.write_buffer_bytes * 2).max(64 << 20))
+            .open()
+            .map_err(cannot)?;
+        let ks = |name: &str| {
+            db.keyspace(name, || KeyspaceCreateOptions::default().max_memtable_size(memtable)).map_err(cannot)
+        };
+        let t = Tables {
+            meta: ks("meta")?,
+            blocks: ks("blocks")?,
+            results: ks("results")?,
+            changes: ks("changes")?,
+            vault: ks("app_hashes")?,
+            block_by_hash: ks("block_by_hash")?,
+            tx_index: ks("tx_index")?,
+            accounts: ks("accounts")?,
+            storage: ks("storage")?,
+            codes: ks("codes")?,
+            account_history: ks("account_history")?,
+            storage_history: ks("storage_history")?,
+        };
+        Ok(Db { db, t, path, policy, unsynced: AtomicU32::new(0), repaired: false, history_blocks: 0 })
+    }
+
+    /// Opens an existing database to read it (replay). A damaged one is
+    /// refused with [`StoreError::Corrupt`]; a caller reading it whole
+    /// guards its reads too (see [`crate::guard`]).
     pub fn open_existing(dir: &Path) -> Result<(Db, ChainIdentity, u64), StoreError> {
-        let path = dir.join(DB_FILE);
-        if !path.exists() {
+        refuse_older_engine(dir)?;
+        let path = dir.join(DB_DIR);
+        if !path.is_dir() {
             return Err(StoreError::Corrupt(format!("no sluice database at {}", path.display())));
         }
-        crate::guard::guarded(&path.clone(), || Self::open_existing_at(path))
-    }
-
-    fn open_existing_at(path: PathBuf) -> Result<(Db, ChainIdentity, u64), StoreError> {
-        let db =
-            Database::open(&path).map_err(|e| corrupt(format!("cannot open {}: {e}", path.display())))?;
-        let me = Db {
-            db,
-            path,
-            policy: SyncPolicy::EveryBlock,
-            unsynced: AtomicU32::new(0),
-            repaired: false,
-            history_blocks: 0,
-        };
-        let id = me.identity()?.ok_or_else(|| corrupt("database has no chain identity"))?;
-        let head = me.head()?.ok_or_else(|| corrupt("database has no head"))?;
-        Ok((me, id, head))
-    }
-
-    /// Runs `f` in a read transaction. redb panics on some damage it
-    /// finds in a page (an unreachable page type), and a page may be read
-    /// for the first time long after the file was opened (an old block an
-    /// RPC call asks for): such a panic becomes `StoreError::Corrupt`.
-    fn read<T>(
-        &self,
-        f: impl FnOnce(&redb::ReadTransaction) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        crate::guard::guarded(&self.path, || f(&self.db.begin_read().map_err(io)?))
-    }
-
-    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.read(|r| {
-            let t = match r.open_table(META) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-                Err(e) => return Err(io(e)),
-            };
-            Ok(t.get(key).map_err(io)?.map(|v| v.value().to_vec()))
+        crate::guard::guarded(&path.clone(), || {
+            let me = Self::open_at(path, SyncPolicy::EveryBlock, DbMemory::default())?;
+            let id = me.identity()?.ok_or_else(|| corrupt("database has no chain identity"))?;
+            let head = me.head()?.ok_or_else(|| corrupt("database has no head"))?;
+            Ok((me, id, head))
         })
     }
 
-    fn meta_u64(&self, key: &str) -> Result<Option<u64>, StoreError> {
-        match self.meta(key)? {
-            None => Ok(None),
-            Some(v) => {
-                let bytes: [u8; 8] = v.as_slice().try_into().map_err(|_| corrupt(format!("meta {key}")))?;
-                Ok(Some(u64::from_be_bytes(bytes)))
-            }
-        }
+    /// The database's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f`, a read. A reader may panic on damage (see
+    /// [`crate::guard`]), and a block may be read for the first time long
+    /// after the database was opened (an old block an RPC call asks for):
+    /// such a panic becomes `StoreError::Corrupt`.
+    pub(crate) fn read<T>(&self, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        crate::guard::guarded(&self.path, f)
+    }
+
+    fn get(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<fjall::Slice>, StoreError> {
+        self.read(|| ks.get(key).map_err(db_error))
+    }
+
+    pub(crate) fn meta(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.get(&self.t.meta, key)?.map(|v| v.to_vec()))
+    }
+
+    pub(crate) fn meta_u64(&self, key: &str) -> Result<Option<u64>, StoreError> {
+        self.meta(key)?.map(|v| u64_value(&v, &format!("meta {key}"))).transpose()
     }
 
     fn identity(&self) -> Result<Option<ChainIdentity>, StoreError> {
@@ -319,7 +361,6 @@ impl Db {
         }
         let genesis = self.meta("genesis")?.ok_or_else(|| corrupt("meta genesis missing"))?;
         let spec = self.meta("spec")?.ok_or_else(|| corrupt("meta spec missing"))?;
-        // Absent in data dirs written before validators existed: single node.
         let network = self.meta("network")?.unwrap_or_default();
         Ok(Some(ChainIdentity {
             chain_id,
@@ -330,20 +371,25 @@ impl Db {
     }
 
     fn write_identity(&self, id: &ChainIdentity) -> Result<(), StoreError> {
-        let w = self.db.begin_write().map_err(io)?;
-        {
-            let mut m = w.open_table(META).map_err(io)?;
-            m.insert("schema_version", SCHEMA_VERSION.to_be_bytes().as_slice()).map_err(io)?;
-            m.insert("chain_id", id.chain_id.to_be_bytes().as_slice()).map_err(io)?;
-            m.insert("genesis", id.genesis.as_slice()).map_err(io)?;
-            m.insert("spec", id.spec.as_bytes()).map_err(io)?;
-            // A new data dir keeps history from genesis on.
-            m.insert("history_from", 0u64.to_be_bytes().as_slice()).map_err(io)?;
-            if !id.network.is_empty() {
-                m.insert("network", id.network.as_bytes()).map_err(io)?;
-            }
+        let mut b = self.db.batch().durability(Some(PersistMode::SyncAll));
+        let m = &self.t.meta;
+        b.insert(m, "schema_version", SCHEMA_VERSION.to_be_bytes());
+        b.insert(m, "chain_id", id.chain_id.to_be_bytes());
+        b.insert(m, "genesis", id.genesis.as_slice());
+        b.insert(m, "spec", id.spec.as_bytes());
+        // A new data dir keeps history from genesis on.
+        b.insert(m, "history_from", 0u64.to_be_bytes());
+        b.insert(m, OPEN_MARK, [1u8]);
+        if !id.network.is_empty() {
+            b.insert(m, "network", id.network.as_bytes());
         }
-        w.commit().map_err(io)
+        b.commit().map_err(db_error)
+    }
+
+    fn mark_open(&self) -> Result<(), StoreError> {
+        let mut b = self.db.batch().durability(Some(PersistMode::SyncAll));
+        b.insert(&self.t.meta, OPEN_MARK, [1u8]);
+        b.commit().map_err(db_error)
     }
 
     /// The last committed height, if any block was written.
@@ -351,80 +397,26 @@ impl Db {
         self.meta_u64("head")
     }
 
-    fn load(&self) -> Result<Loaded, StoreError> {
-        let head = self.head()?.ok_or_else(|| corrupt("database has a chain identity but no blocks"))?;
-        Ok(Loaded { head })
-    }
-
     /// Current account `address` (`None`: absent).
     pub fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
-        self.read(|r| match r.open_table(ACCOUNTS).map_err(io)?.get(address.as_slice()).map_err(io)? {
-            Some(v) => decode_account(v.value()).map(Some),
-            None => Ok(None),
-        })
+        self.get(&self.t.accounts, address)?.map(|v| decode_account(&v)).transpose()
     }
 
     /// Current slot `slot` of `address` (zero when unset).
     pub fn storage(&self, address: &Address, slot: &U256) -> Result<U256, StoreError> {
-        let k = slot_key(address, slot);
-        self.read(|r| {
-            let t = r.open_table(STORAGE).map_err(io)?;
-            let v = t.get(k.as_slice()).map_err(io)?;
-            Ok(v.map_or(U256::ZERO, |v| U256::from_be_slice(v.value())))
-        })
+        Ok(self
+            .get(&self.t.storage, slot_key(address, slot))?
+            .map_or(U256::ZERO, |v| U256::from_be_slice(&v)))
     }
 
     /// Code by hash (empty when unknown).
     pub fn code(&self, hash: &B256) -> Result<Bytes, StoreError> {
-        self.read(|r| {
-            let t = r.open_table(CODES).map_err(io)?;
-            let v = t.get(hash.as_slice()).map_err(io)?;
-            Ok(v.map_or_else(Bytes::new, |v| Bytes::copy_from_slice(v.value())))
-        })
+        Ok(self.get(&self.t.codes, hash)?.map_or_else(Bytes::new, |v| Bytes::copy_from_slice(&v)))
     }
 
-    /// Number of accounts in current state.
+    /// Number of accounts in current state (a scan: for tools and tests).
     pub fn account_count(&self) -> Result<u64, StoreError> {
-        self.read(|r| r.open_table(ACCOUNTS).map_err(io)?.len().map_err(io))
-    }
-
-    /// Writes genesis's synthetic accounts (before its block, which makes
-    /// them part of the chain), in batches of [`SYNTHETIC_BATCH`] in address
-    /// order, and records how many there are for replay.
-    pub fn write_synthetic(&self, synthetic: &Synthetic) -> Result<(), StoreError> {
-        if synthetic.count == 0 {
-            return Ok(());
-        }
-        let path = self.path.clone();
-        crate::guard::guarded(&path, || {
-            let empty = Account { balance: synthetic.balance, nonce: 0, code_hash: crate::EMPTY_CODE_HASH };
-            let value = encode_account(&empty);
-            // All sorted first (20 bytes each, freed after): inserted in key
-            // order, each batch appends to the tree instead of rewriting
-            // pages all over it (which grew a 10M-account file to 3.4 GB).
-            let mut all: Vec<Address> =
-                (0..synthetic.count).map(sluice_messages::synthetic_address).collect();
-            all.sort_unstable();
-            for keys in all.chunks(SYNTHETIC_BATCH as usize) {
-                let mut w = self.db.begin_write().map_err(io)?;
-                w.set_durability(Durability::None).map_err(io)?;
-                {
-                    let mut accounts = w.open_table(ACCOUNTS).map_err(io)?;
-                    for k in keys {
-                        accounts.insert(k.as_slice(), value.as_slice()).map_err(io)?;
-                    }
-                }
-                w.commit().map_err(io)?;
-            }
-            drop(all);
-            let mut record = [0u8; 40];
-            record[..8].copy_from_slice(&synthetic.count.to_be_bytes());
-            record[8..].copy_from_slice(&synthetic.balance.to_be_bytes::<32>());
-            let w = self.db.begin_write().map_err(io)?;
-            w.open_table(META).map_err(io)?.insert("synthetic", record.as_slice()).map_err(io)?;
-            // Synced by the genesis block's commit that follows.
-            w.commit().map_err(io)
-        })
+        self.read(|| self.t.accounts.len().map(|n| n as u64).map_err(db_error))
     }
 
     /// The synthetic accounts genesis wrote (none for most chains).
@@ -438,140 +430,17 @@ impl Db {
         Ok(Synthetic { count: u64::from_be_bytes(count), balance: U256::from_be_slice(&v[8..]) })
     }
 
-    /// Writes one committed block in one transaction. `code_hashes[i]` is
-    /// the code hash account change `i` leaves. Synced per the policy.
-    pub fn write_block(
-        &self,
-        stored: &StoredBlock,
-        changes: &ChangeSet,
-        code_hashes: &[B256],
-    ) -> Result<Written, StoreError> {
-        // A write reads pages too (the tables' trees, the allocator's
-        // state): damage found there panics as on a read.
-        let path = self.path.clone();
-        crate::guard::guarded(&path, || self.write_block_unguarded(stored, changes, code_hashes))
-    }
-
-    fn write_block_unguarded(
-        &self,
-        stored: &StoredBlock,
-        changes: &ChangeSet,
-        code_hashes: &[B256],
-    ) -> Result<Written, StoreError> {
-        let n = stored.block.header.number;
-        // Genesis is always synced: everything after builds on it.
-        let sync = n == 0
-            || match self.policy {
-                SyncPolicy::EveryBlock => true,
-                SyncPolicy::EveryNBlocks(every) => self.unsynced.load(Ordering::Relaxed) + 1 >= every.max(1),
-            };
-        let mut gone_slots = Vec::new();
-        let mut w = self.db.begin_write().map_err(io)?;
-        w.set_durability(if sync { Durability::Immediate } else { Durability::None }).map_err(io)?;
-        {
-            let block = BlockProto::from(stored.block.as_ref()).encode_to_vec();
-            w.open_table(BLOCKS).map_err(io)?.insert(n, block.as_slice()).map_err(io)?;
-            let results = BlockResultsProto {
-                receipts: stored.receipts.iter().map(ReceiptProto::from).collect(),
-                raw_index: stored.raw_index.clone(),
-                gas_used: stored.gas_used,
-                app_hash: stored.app_hash.to_vec(),
-            }
-            .encode_to_vec();
-            w.open_table(RESULTS).map_err(io)?.insert(n, results.as_slice()).map_err(io)?;
-            let change_bytes = ChangeSetProto::from(changes).encode_to_vec();
-            w.open_table(CHANGES).map_err(io)?.insert(n, change_bytes.as_slice()).map_err(io)?;
-            w.open_table(VAULT).map_err(io)?.insert(n, stored.app_hash.as_slice()).map_err(io)?;
-            w.open_table(BLOCK_BY_HASH).map_err(io)?.insert(stored.block.hash.as_slice(), n).map_err(io)?;
-            let mut txs = w.open_table(TX_INDEX).map_err(io)?;
-            for (i, r) in stored.receipts.iter().enumerate() {
-                let mut loc = [0u8; 12];
-                loc[..8].copy_from_slice(&n.to_be_bytes());
-                loc[8..].copy_from_slice(&(i as u32).to_be_bytes());
-                txs.insert(r.tx_hash.as_slice(), loc.as_slice()).map_err(io)?;
-            }
-            let mut accounts = w.open_table(ACCOUNTS).map_err(io)?;
-            let mut storage = w.open_table(STORAGE).map_err(io)?;
-            let mut codes = w.open_table(CODES).map_err(io)?;
-            let mut history = HistoryWriter {
-                accounts: w.open_table(ACCOUNT_HISTORY).map_err(io)?,
-                storage: w.open_table(STORAGE_HISTORY).map_err(io)?,
-                block: n,
-            };
-            for (c, code_hash) in changes.accounts.iter().zip(code_hashes) {
-                let wiped = c.deleted || c.storage_cleared;
-                if wiped {
-                    // Every slot the account held goes, each recorded as
-                    // it was before this block.
-                    let lo = slot_key(&c.address, &U256::ZERO);
-                    let hi = slot_key(&c.address, &U256::MAX);
-                    let gone = storage
-                        .extract_from_if::<&[u8], _>(lo.as_slice()..=hi.as_slice(), |_, _| true)
-                        .map_err(io)?;
-                    for entry in gone {
-                        let (k, v) = entry.map_err(io)?;
-                        let (k, v) = (k.value(), v.value());
-                        if k.len() != 52 || v.len() != 32 {
-                            return Err(corrupt("storage record"));
-                        }
-                        let slot = U256::from_be_slice(&k[20..]);
-                        history.slot(&c.address, &slot, U256::from_be_slice(v), false).map_err(io)?;
-                        gone_slots.push((c.address, slot));
-                    }
-                }
-                if c.deleted {
-                    let prior = accounts.remove(c.address.as_slice()).map_err(io)?;
-                    history.account(&c.address, prior.as_ref().map(|p| p.value())).map_err(io)?;
-                    continue;
-                }
-                if let Some(code) = &c.code {
-                    codes.insert(code.hash.as_slice(), code.code.as_ref()).map_err(io)?;
-                }
-                let acct = Account { balance: c.balance, nonce: c.nonce, code_hash: *code_hash };
-                let prior =
-                    accounts.insert(c.address.as_slice(), encode_account(&acct).as_slice()).map_err(io)?;
-                history.account(&c.address, prior.as_ref().map(|p| p.value())).map_err(io)?;
-                drop(prior);
-                for (slot, value) in &c.storage {
-                    let k = slot_key(&c.address, slot);
-                    let prior = if value.is_zero() {
-                        storage.remove(k.as_slice()).map_err(io)?
-                    } else {
-                        storage.insert(k.as_slice(), value.to_be_bytes::<32>().as_slice()).map_err(io)?
-                    };
-                    let prior = prior.map_or(U256::ZERO, |p| U256::from_be_slice(p.value()));
-                    history.slot(&c.address, slot, prior, wiped).map_err(io)?;
-                }
-            }
-            if self.history_blocks > 0 && n > self.history_blocks {
-                prune_history(&w, &mut history, n - self.history_blocks)?;
-            }
-            drop(history);
-            w.open_table(META).map_err(io)?.insert("head", n.to_be_bytes().as_slice()).map_err(io)?;
-        }
-        w.commit().map_err(io)?;
-        if sync {
-            self.unsynced.store(0, Ordering::Relaxed);
-        } else {
-            self.unsynced.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(Written { synced: sync, wiped: gone_slots })
-    }
-
     /// A stored block with its results.
     pub fn block(&self, n: u64) -> Result<Option<StoredBlock>, StoreError> {
-        let bytes = self.read(|r| {
-            let Some(block) =
-                r.open_table(BLOCKS).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec())
-            else {
+        // Both from one snapshot: a block and its results are one batch.
+        let bytes = self.read(|| {
+            let snap = self.db.snapshot();
+            let Some(block) = snap.get(&self.t.blocks, n.to_be_bytes()).map_err(db_error)? else {
                 return Ok(None);
             };
-            let results = r
-                .open_table(RESULTS)
-                .map_err(io)?
-                .get(n)
-                .map_err(io)?
-                .map(|v| v.value().to_vec())
+            let results = snap
+                .get(&self.t.results, n.to_be_bytes())
+                .map_err(db_error)?
                 .ok_or_else(|| corrupt(format!("block {n} has no results")))?;
             Ok(Some((block, results)))
         })?;
@@ -594,8 +463,8 @@ impl Db {
 
     /// Keeps state history for the last `blocks` blocks only (0: all):
     /// each commit then drops the history of the block that left the
-    /// window (up to [`PRUNE_BLOCKS_PER_COMMIT`] at a time, when the window
-    /// was shortened).
+    /// window (up to [`crate::write::PRUNE_BLOCKS_PER_COMMIT`] at a time,
+    /// when the window was shortened).
     pub fn keep_history_blocks(&mut self, blocks: u64) {
         self.history_blocks = blocks;
     }
@@ -609,14 +478,16 @@ impl Db {
     /// The account `address` at the end of block `n` (at most the head, at
     /// least [`Db::history_from`]), from one consistent snapshot.
     pub fn account_at(&self, address: &Address, n: u64) -> Result<Option<Account>, StoreError> {
-        self.read(|r| match history::account_at(r, address, n)? {
-            AtBlock::Changed(None) => Ok(None),
-            AtBlock::Changed(Some(v)) => decode_account(&v).map(Some),
-            AtBlock::Current => {
-                match r.open_table(ACCOUNTS).map_err(io)?.get(address.as_slice()).map_err(io)? {
-                    Some(v) => decode_account(v.value()).map(Some),
-                    None => Ok(None),
-                }
+        self.read(|| {
+            let snap = self.db.snapshot();
+            match history::account_at(&snap, &self.t.account_history, address, n)? {
+                AtBlock::Changed(None) => Ok(None),
+                AtBlock::Changed(Some(v)) => decode_account(&v).map(Some),
+                AtBlock::Current => snap
+                    .get(&self.t.accounts, address)
+                    .map_err(db_error)?
+                    .map(|v| decode_account(&v))
+                    .transpose(),
             }
         })
     }
@@ -624,25 +495,21 @@ impl Db {
     /// Slot `slot` of `address` at the end of block `n`, as
     /// [`Db::account_at`].
     pub fn storage_at(&self, address: &Address, slot: &U256, n: u64) -> Result<U256, StoreError> {
-        self.read(|r| match history::slot_at(r, address, slot, n)? {
-            AtBlock::Changed(v) => Ok(v),
-            AtBlock::Current => {
-                let k = slot_key(address, slot);
-                let table = r.open_table(STORAGE).map_err(io)?;
-                Ok(table
-                    .get(k.as_slice())
-                    .map_err(io)?
-                    .map_or(U256::ZERO, |v| U256::from_be_slice(v.value())))
+        self.read(|| {
+            let snap = self.db.snapshot();
+            match history::slot_at(&snap, &self.t.storage_history, address, slot, n)? {
+                AtBlock::Changed(v) => Ok(v),
+                AtBlock::Current => Ok(snap
+                    .get(&self.t.storage, slot_key(address, slot))
+                    .map_err(db_error)?
+                    .map_or(U256::ZERO, |v| U256::from_be_slice(&v))),
             }
         })
     }
 
     /// A block's change set.
     pub fn changes(&self, n: u64) -> Result<Option<ChangeSet>, StoreError> {
-        let bytes = self.read(|r| {
-            Ok(r.open_table(CHANGES).map_err(io)?.get(n).map_err(io)?.map(|v| v.value().to_vec()))
-        })?;
-        let Some(bytes) = bytes else {
+        let Some(bytes) = self.get(&self.t.changes, n.to_be_bytes())? else {
             return Ok(None);
         };
         ChangeSet::try_from(&wire::decode::<ChangeSetProto>(&bytes).map_err(corrupt)?)
@@ -652,34 +519,19 @@ impl Db {
 
     /// The app hash the vault recorded for height `n`.
     pub fn vault(&self, n: u64) -> Result<Option<B256>, StoreError> {
-        self.read(|r| {
-            let t = match r.open_table(VAULT) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-                Err(e) => return Err(io(e)),
-            };
-            let v = t.get(n).map_err(io)?;
-            v.map(|v| B256::try_from(v.value()).map_err(|_| corrupt("vault record"))).transpose()
-        })
+        self.get(&self.t.vault, n.to_be_bytes())?
+            .map(|v| B256::try_from(v.as_ref()).map_err(|_| corrupt("vault record")))
+            .transpose()
     }
 
     /// Height of the block with this hash.
     pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StoreError> {
-        self.read(|r| {
-            Ok(r.open_table(BLOCK_BY_HASH).map_err(io)?.get(hash.as_slice()).map_err(io)?.map(|v| v.value()))
-        })
+        self.get(&self.t.block_by_hash, hash)?.map(|v| u64_value(&v, "block hash index")).transpose()
     }
 
     /// Block and receipt index of a committed transaction.
     pub fn tx_location(&self, hash: &B256) -> Result<Option<(u64, u32)>, StoreError> {
-        let v = self.read(|r| {
-            Ok(r.open_table(TX_INDEX)
-                .map_err(io)?
-                .get(hash.as_slice())
-                .map_err(io)?
-                .map(|v| v.value().to_vec()))
-        })?;
-        let Some(v) = v else {
+        let Some(v) = self.get(&self.t.tx_index, hash)? else {
             return Ok(None);
         };
         if v.len() != 12 {
@@ -692,25 +544,67 @@ impl Db {
         Ok(Some((u64::from_be_bytes(n), u32::from_be_bytes(i))))
     }
 
-    /// Size of the database file.
+    /// Bytes the database takes on disk (its tables and journals).
     pub fn size_bytes(&self) -> u64 {
-        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+        self.db.disk_space().unwrap_or(0)
     }
 
-    /// Whether redb found the file not cleanly closed (a crash, a kill) and
-    /// repaired it when it was opened: it walks the whole file to do so,
-    /// and rolls back commits that were not synced.
+    /// Whether the last run left the database open (a crash, a kill): its
+    /// journal was replayed at open, and with a grouped sync policy blocks
+    /// after the last sync may be gone if the machine lost power.
     pub fn repaired(&self) -> bool {
         self.repaired
     }
 
-    /// Closes the file: pending commits become durable and the file is
-    /// marked cleanly closed (dropping it does the same, but silently).
+    /// Every keyspace's memtable written to a table file: the journal then
+    /// holds nothing to replay at the next open. Bounded: a flush that
+    /// fails (a full disk) poisons the database, and fjall's own wait for
+    /// it would never end. (fjall marks `rotate_memtable` hidden; its
+    /// version is pinned exactly for it.)
+    pub(crate) fn flush(&self, within: std::time::Duration) -> Result<(), StoreError> {
+        let t = &self.t;
+        let all = [
+            &t.meta,
+            &t.blocks,
+            &t.results,
+            &t.changes,
+            &t.vault,
+            &t.block_by_hash,
+            &t.tx_index,
+            &t.accounts,
+            &t.storage,
+            &t.codes,
+            &t.account_history,
+            &t.storage_history,
+        ];
+        for ks in all {
+            ks.rotate_memtable().map_err(db_error)?;
+        }
+        let deadline = std::time::Instant::now() + within;
+        while all.iter().any(|ks| ks.sealed_memtable_count() > 0) {
+            // Fails once a flush failed.
+            self.db.persist(PersistMode::Buffer).map_err(db_error)?;
+            if std::time::Instant::now() > deadline {
+                return Err(StoreError::Io(format!("flushing its tables took over {within:?}")));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    /// Closes the database: every commit becomes durable, the memtables
+    /// are flushed (a restart replays no journal) and the open mark is
+    /// removed, so the next start knows this one ended cleanly.
     pub fn close(self) -> Result<(), StoreError> {
-        // Closing writes the allocator's state, reading what it covers.
-        let path = self.path;
+        let path = self.path.clone();
         crate::guard::guarded(&path, || {
-            self.db.close().map_err(|e| StoreError::Io(format!("closing {}: {e}", path.display())))
+            self.flush(std::time::Duration::from_secs(60))?;
+            let mut b = self.db.batch().durability(Some(PersistMode::SyncAll));
+            b.remove(&self.t.meta, OPEN_MARK);
+            b.commit().map_err(|e| match db_error(e) {
+                StoreError::Io(why) => StoreError::Io(format!("closing {}: {why}", path.display())),
+                other => other,
+            })
         })
     }
 }

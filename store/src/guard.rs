@@ -1,12 +1,12 @@
 //! Damaged files become errors, not panics.
 //!
-//! redb returns errors for most damage it finds (a bad magic number, a file
-//! truncated below its layout), but panics on some: a failed assertion in
-//! its page allocator while loading a damaged allocator state, an
-//! unreachable page type. Opening a data dir, reading a whole one
-//! (replay), and every later read, write and close of the file run
-//! inside [`guarded`]: such a panic becomes
-//! [`StoreError::Corrupt`] with redb's message, and the default panic hook
+//! The database returns errors for the damage it finds (a checksum that
+//! does not match, a truncated file), but a library may also panic on
+//! damage its checks miss (redb, the engine before fjall, did on a damaged
+//! allocator state or page type). Opening a data dir, reading a whole one
+//! (replay), and every later read, write and close of it run inside
+//! [`guarded`]: such a panic becomes
+//! [`StoreError::Corrupt`] with the library's message, and the default panic hook
 //! stays quiet on that thread meanwhile, so the operator reads one clear
 //! error instead of a backtrace. Panics on other threads, and outside
 //! [`guarded`], print as they always do.

@@ -252,7 +252,7 @@ fn options(dir: &std::path::Path, history_blocks: u64) -> DurableOptions {
         spec: "prague".into(),
         sync: SyncPolicy::EveryNBlocks(8),
         cache_blocks: 2,
-        db_cache_bytes: 16 << 20,
+        db_memory: crate::DbMemory { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20 },
         state_cache: crate::CacheBytes::default(),
         history_blocks,
         fail_commit_at: 0,
@@ -263,11 +263,9 @@ fn options(dir: &std::path::Path, history_blocks: u64) -> DurableOptions {
 
 /// Rows in the two history tables.
 fn history_rows(dir: &std::path::Path) -> u64 {
-    use redb::{ReadableDatabase, ReadableTableMetadata};
-    let db = redb::Database::open(dir.join(crate::db::DB_FILE)).expect("opens");
-    let r = db.begin_read().expect("reads");
-    let accounts = r.open_table(crate::history::ACCOUNT_HISTORY).expect("table").len().expect("len");
-    let storage = r.open_table(crate::history::STORAGE_HISTORY).expect("table").len().expect("len");
+    let (db, _, _) = crate::db::Db::open_existing(dir).expect("opens");
+    let accounts = db.t.account_history.len().expect("len") as u64;
+    let storage = db.t.storage_history.len().expect("len") as u64;
     accounts + storage
 }
 

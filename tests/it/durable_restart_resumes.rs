@@ -61,36 +61,77 @@ fn a_damaged_database_is_refused_at_start_and_by_replay() {
         node.receipt(&node.send(&transfer(&dev(0), n, random_signer().address(), 1)).unwrap());
     }
     assert!(node.terminate().success());
-    let db = node.data_dir().join("chain.redb");
-    let good = std::fs::read(&db).unwrap();
-    // Truncation.
-    std::fs::write(&db, &good[..good.len() / 2]).unwrap();
-    let log = node.restart().expect_err("a truncated database must be refused");
-    assert!(log.contains("Error"), "a clear error, not a panic:\n{log}");
-    assert!(!log.contains("panicked"), "{log}");
-    // Garbage.
-    std::fs::write(&db, vec![0x5a; good.len()]).unwrap();
-    let log = node.restart().expect_err("a garbage database must be refused");
-    assert!(!log.contains("panicked"), "{log}");
-    // One damaged page: redb panics on some (its allocator's state, page
-    // types it cannot read); the node refuses them with a clear error
-    // too. Damage the head's state never reads may go unnoticed.
-    let mut refused = 0;
-    for page in 1..good.len() / 4096 {
-        let mut bad = good.clone();
-        bad[page * 4096..][..4096].fill(0x5a);
-        std::fs::write(&db, &bad).unwrap();
-        if let Err(log) = node.restart() {
-            assert!(!log.contains("panicked"), "page {page}:\n{log}");
-            refused += log.matches("is damaged").count();
+    // A clean stop leaves every table in its files (fjall's LSM tree:
+    // sorted tables, a journal, a version file naming the tables).
+    let chain = node.data_dir().join("chain");
+    let good = db_files(&chain);
+    assert!(good.len() > 3, "{good:?}");
+    // Exactly these files: a start may have added others (a journal,
+    // tables of idle blocks).
+    let restore = |files: &[(std::path::PathBuf, Vec<u8>)]| {
+        let _ = std::fs::remove_dir_all(&chain);
+        for (path, bytes) in files {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
         }
-        node.kill9();
-        // Replay reads every block: the same, or an error, never a panic.
-        std::fs::write(&db, &bad).unwrap();
-        let (_, out) = node.replay();
-        assert!(!out.contains("panicked"), "replay, page {page}:\n{out}");
+    };
+    let mut refused = 0;
+    // Each file in turn cut in half, then overwritten with garbage: the
+    // node refuses with a clear error or starts on what it can read;
+    // replay re-executes what it reads or fails with an error. Never a
+    // panic.
+    for (i, (path, bytes)) in good.iter().enumerate() {
+        for bad in [bytes[..bytes.len() / 2].to_vec(), vec![0x5a; bytes.len()]] {
+            restore(&good);
+            std::fs::write(path, &bad).unwrap();
+            let damaged = db_files(&chain);
+            match node.restart() {
+                Err(log) => {
+                    assert!(log.contains("Error"), "a clear error, file {i}:\n{log}");
+                    assert!(!log.contains("panicked"), "file {i}:\n{log}");
+                    refused += 1;
+                }
+                Ok(()) => node.kill9(),
+            }
+            // Replay on the same damage (a start may have rewritten it).
+            restore(&damaged);
+            let (_, out) = node.replay();
+            assert!(!out.contains("panicked"), "replay, file {}:\n{out}", path.display());
+        }
     }
-    assert!(refused > 0, "no damaged page reached redb's panics");
+    assert!(refused > 0, "no damage was found at start over {} files", good.len());
+}
+
+/// Every file of the database under `dir`, with its bytes.
+fn db_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    fn walk(p: &std::path::Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+        for e in std::fs::read_dir(p).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                out.push((path, bytes));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn a_data_dir_of_the_older_engine_is_refused_with_what_to_do() {
+    let mut node = TestNode::dev();
+    assert!(node.terminate().success());
+    std::fs::remove_dir_all(node.data_dir()).unwrap();
+    std::fs::create_dir_all(node.data_dir()).unwrap();
+    std::fs::write(node.data_dir().join("chain.redb"), b"an older sluice's chain").unwrap();
+    let log = node.restart().expect_err("a redb data dir must be refused");
+    assert!(log.contains("chain.redb") && log.contains("another --data-dir"), "{log}");
+    let (ok, out) = node.replay();
+    assert!(!ok && out.contains("chain.redb"), "{out}");
 }
 
 /// What the node logs when it starts on a data dir left open.

@@ -8,40 +8,17 @@ use std::{
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
-use sluice_messages::{
-    AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, Log, Receipt, SealedBlock,
-};
+use sluice_messages::{AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, Log, SealedBlock};
 
 use crate::{
     apphash::{app_hash, fold_synthetic},
     cache::{CacheBytes, CacheStats, StateCache},
     db::{ChainIdentity, Db, DbMemory, SyncPolicy},
     state::MemState,
+    tables::StoredBlock,
     write::Priors,
     Account, Genesis, StateReader, StoreError,
 };
-
-/// A committed block with its results.
-#[derive(Debug)]
-pub struct StoredBlock {
-    /// The sealed block.
-    pub block: Arc<SealedBlock>,
-    /// Receipts of applied transactions, in order.
-    pub receipts: Vec<Receipt>,
-    /// For each receipt, the index of its transaction in `block.txs`.
-    pub raw_index: Vec<u32>,
-    /// Gas used by the block.
-    pub gas_used: u64,
-    /// App hash after the block (`stateRoot` over RPC).
-    pub app_hash: B256,
-}
-
-impl StoredBlock {
-    /// Raw bytes of the applied transaction at receipt index `i`.
-    pub fn raw_tx(&self, i: usize) -> Option<&Bytes> {
-        self.raw_index.get(i).and_then(|&r| self.block.txs.get(r as usize))
-    }
-}
 
 /// Where a committed transaction lives.
 #[derive(Debug, Clone, Copy)]

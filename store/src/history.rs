@@ -22,7 +22,7 @@ use alloy_primitives::{Address, U256};
 use fjall::{Keyspace, OwnedWriteBatch as WriteBatch, Readable, Snapshot};
 
 use crate::{
-    db::{db_error, Tables},
+    tables::{db_error, Tables},
     StoreError,
 };
 

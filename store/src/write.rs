@@ -20,9 +20,9 @@ use sluice_messages::{
 };
 
 use crate::{
-    chain::StoredBlock,
-    db::{corrupt, db_error, encode_account, slot_key, Db, SyncPolicy},
+    db::{Db, SyncPolicy},
     history::HistoryWriter,
+    tables::{corrupt, db_error, encode_account, slot_key, StoredBlock},
     Account, StoreError, Synthetic,
 };
 

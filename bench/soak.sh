@@ -19,6 +19,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+. "$ROOT/bench/lib.sh"
 RATE="${RATE:-30000}"
 DURATION_S="${DURATION_S:-180}"
 BURST="${BURST:-40000}"
@@ -30,20 +31,10 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     cargo build --release --bin sluice >&2
 fi
 SLUICE="$ROOT/target/release/sluice"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 WORK="${DATA:-$(mktemp -d /tmp/sluice-soak.XXXXXX)}"
 mkdir -p "$WORK"
 NODE_PID=""
-stop_node() {
-    if [ -n "$NODE_PID" ]; then
-        kill -TERM "$NODE_PID" 2>/dev/null || true
-        for _ in $(seq 1 600); do kill -0 "$NODE_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NODE_PID" 2>/dev/null || true
-        wait "$NODE_PID" 2>/dev/null || true
-        NODE_PID=""
-    fi
-}
 cleanup() {
     stop_node
     [ -n "${DATA:-}" ] || rm -rf "$WORK"
@@ -64,15 +55,7 @@ start_node() { # name -> sets NODE_PID, URL, MURL
         --metrics-addr "127.0.0.1:$mport" --chain-id 31337 --block-time-ms 200 \
         --block-gas-limit 150000000 --genesis "$GENESIS" >>"$WORK/sluice-$1.log" 2>&1 &
     NODE_PID=$!
-    local deadline=$((SECONDS + 60))
-    until curl -sf -m 1 -H 'content-type: application/json' \
-        --data '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' "$URL" >/dev/null; do
-        if [ $SECONDS -ge $deadline ] || ! kill -0 "$NODE_PID" 2>/dev/null; then
-            echo "node $1 did not start" >&2
-            return 1
-        fi
-        sleep 0.05
-    done
+    wait_rpc "$URL" 60
 }
 
 echo "=== burst: $BURST transfers" >&2
@@ -86,7 +69,7 @@ stop_node
 echo "=== soak: $RATE tx/s for $DURATION_S s" >&2
 start_node soak
 "$SLUICE" load --url "$URL" --label "soak" --workload "$WORKLOAD" --accounts 10000 --seed 1 \
-    --tps "$RATE" --duration-s "$DURATION_S" --txs $((RATE * 60)) --connections 64 --batch 100 \
+    --tps "$RATE" --duration-s "$DURATION_S" --txs $((RATE * DURATION_S * 2 / 3)) --connections 64 --batch 100 \
     --drain-timeout-s 60 --node-pid "$NODE_PID" --metrics-url "$MURL" \
     --json "$OUT/soak-$RATE-${DURATION_S}s.json" --plot "$OUT/soak-$RATE-${DURATION_S}s.svg" \
     2>"$OUT/soak.progress.log" | tee "$OUT/soak-$RATE-${DURATION_S}s.txt" >&2

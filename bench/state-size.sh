@@ -18,6 +18,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+. "$ROOT/bench/lib.sh"
 SMALL="${SMALL:-10000}"
 LARGE="${LARGE:-10000000}"
 RATE="${RATE:-30000}"
@@ -32,42 +33,18 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     cargo build --release --bin sluice >&2
 fi
 SLUICE="$ROOT/target/release/sluice"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 WORK="${DATA:-$(mktemp -d /tmp/sluice-state-size.XXXXXX)}"
 mkdir -p "$WORK"
 NODE_PID=""
 cleanup() {
-    if [ -n "$NODE_PID" ] && kill -0 "$NODE_PID" 2>/dev/null; then
-        kill -TERM "$NODE_PID" 2>/dev/null || true
-        wait "$NODE_PID" 2>/dev/null || true
-    fi
+    stop_node
     [ -n "${DATA:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 GENESIS="$WORK/genesis.json"
 "$SLUICE" load genesis --accounts "$ACCOUNTS" --seed 1 --out "$GENESIS"
-
-wait_rpc() { # url, seconds
-    local deadline=$((SECONDS + $2))
-    until curl -sf -m 1 -H 'content-type: application/json' \
-        --data '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' "$1" >/dev/null; do
-        if [ $SECONDS -ge $deadline ]; then echo "node at $1 did not answer in $2 s" >&2; return 1; fi
-        if ! kill -0 "$NODE_PID" 2>/dev/null; then echo "node exited" >&2; return 1; fi
-        sleep 0.05
-    done
-}
-
-stop_node() {
-    if [ -n "$NODE_PID" ]; then
-        kill -TERM "$NODE_PID" 2>/dev/null || true
-        for _ in $(seq 1 600); do kill -0 "$NODE_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NODE_PID" 2>/dev/null || true
-        wait "$NODE_PID" 2>/dev/null || true
-        NODE_PID=""
-    fi
-}
 
 start_node() { # synthetic accounts, data dir -> sets NODE_PID, URL, MURL
     local port mport

@@ -18,6 +18,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+. "$ROOT/bench/lib.sh"
 RATES=("$@")
 [ ${#RATES[@]} -eq 0 ] && RATES=(5000 10000 20000 40000)
 DURATION_S="${DURATION_S:-15}"
@@ -46,7 +47,6 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
 fi
 SLUICE="$ROOT/target/release/sluice"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 WORK="$(mktemp -d /tmp/sluice-vs-anvil.XXXXXX)"
 NODE_PID=""
@@ -61,25 +61,6 @@ trap cleanup EXIT
 
 GENESIS="$WORK/genesis.json"
 "$SLUICE" load genesis --accounts "$ACCOUNTS" --seed 1 --out "$GENESIS"
-
-wait_rpc() { # url, seconds
-    local deadline=$((SECONDS + $2))
-    until curl -sf -m 1 -H 'content-type: application/json' \
-        --data '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' "$1" >/dev/null; do
-        if [ $SECONDS -ge $deadline ]; then echo "node at $1 did not answer in $2 s" >&2; return 1; fi
-        sleep 0.2
-    done
-}
-
-stop_node() {
-    if [ -n "$NODE_PID" ]; then
-        kill -TERM "$NODE_PID" 2>/dev/null || true
-        for _ in $(seq 1 100); do kill -0 "$NODE_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NODE_PID" 2>/dev/null || true
-        wait "$NODE_PID" 2>/dev/null || true
-        NODE_PID=""
-    fi
-}
 
 start_node() { # target -> sets NODE_PID, URL, METRICS_ARGS
     local port; port="$(free_port)"

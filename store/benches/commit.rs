@@ -3,7 +3,7 @@
 //! 10k, 2M and 10M accounts, side by side in one run.
 //!
 //! `cargo bench -p sluice-store --bench commit` (`-- --sizes 10000,2000000
-//! --blocks 200 --txs 3400` to change them).
+//! --blocks 200 --txs 3400 --sync-every 1` to change them).
 //!
 //! Before each timed commit the block's senders and recipients are read
 //! through the store (untimed), as the executor reads them before the
@@ -20,6 +20,10 @@ use sluice_messages::{
     synthetic_address, AccountChange, BlockHeader, ChangeSet, ExecutedBlock, Log, Receipt, SealedBlock,
 };
 use sluice_store::{DurableOptions, Genesis, StateReader, Store, StoredBlock, SyncPolicy, Synthetic};
+
+/// The node binary's allocator, so that the numbers are the node's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BALANCE: u128 = 1_000_000_000_000_000_000_000;
 
@@ -137,12 +141,13 @@ fn genesis(accounts: u64) -> Genesis {
     }
 }
 
-/// The node's defaults (config/default.toml).
-fn opts(dir: &std::path::Path) -> DurableOptions {
+/// The node's defaults (config/default.toml), syncing every `sync_every`
+/// blocks.
+fn opts(dir: &std::path::Path, sync_every: u32) -> DurableOptions {
     DurableOptions {
         dir: dir.to_path_buf(),
         spec: "prague".into(),
-        sync: SyncPolicy::EveryBlock,
+        sync: if sync_every <= 1 { SyncPolicy::EveryBlock } else { SyncPolicy::EveryNBlocks(sync_every) },
         cache_blocks: 128,
         db_memory: sluice_store::DbMemory { cache_bytes: 256 << 20, write_buffer_bytes: 128 << 20 },
         state_cache: sluice_store::CacheBytes::default(),
@@ -160,19 +165,22 @@ fn ms(d: &std::time::Duration) -> f64 {
 fn main() {
     let blocks: u64 = arg("--blocks", "200").parse().expect("--blocks N");
     let txs: u64 = arg("--txs", "3400").parse().expect("--txs N");
+    let sync_every: u32 = arg("--sync-every", "1").parse().expect("--sync-every N");
     let sizes: Vec<u64> = arg("--sizes", "10000,2000000,10000000")
         .split(',')
         .map(|s| s.parse().expect("--sizes N,N,..."))
         .collect();
     let base = std::env::temp_dir().join(format!("sluice-commit-bench-{}", std::process::id()));
-    println!("one synced commit per block of {txs} transfers to fresh recipients, {blocks} blocks per size");
+    println!(
+        "one commit per block of {txs} transfers to fresh recipients, synced every {sync_every} blocks, {blocks} blocks per size"
+    );
     println!();
     println!("| accounts at start | p50 ms | p99 ms | max ms | first / last tenth ms | last / first | written per transfer | disk per transfer |");
     println!("|---|---|---|---|---|---|---|---|");
     for accounts in sizes {
         let dir = base.join(accounts.to_string());
         let _ = std::fs::remove_dir_all(&dir);
-        let store = Store::open(&genesis(accounts), &opts(&dir)).expect("open");
+        let store = Store::open(&genesis(accounts), &opts(&dir, sync_every)).expect("open");
         let disk_before = dir_bytes(&dir);
         let written_before = write_bytes();
         let mut times = Vec::with_capacity(blocks as usize);

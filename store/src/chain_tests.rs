@@ -395,3 +395,41 @@ fn a_page_damaged_under_an_open_store_fails_reads_never_with_a_panic() {
     assert!(reasons.iter().any(|r| r.contains("corrupt store")), "{reasons:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn write_buffers_stay_within_the_configured_budget_on_an_existing_data_dir() {
+    // fjall keeps the memtable size a table was created with: created with
+    // 96 MiB of write buffers (8 MiB a table), reopened with 12 MiB (1 MiB
+    // a table), the smaller budget must hold.
+    let dir = temp_dir("write-buffers");
+    let memory = |mib: u64| DurableOptions {
+        db_memory: crate::DbMemory { cache_bytes: 1 << 20, write_buffer_bytes: mib << 20 },
+        ..opts(&dir, SyncPolicy::EveryNBlocks(1000))
+    };
+    Store::open(&genesis(1), &memory(96)).unwrap().close().unwrap();
+    let store = Store::open(&genesis(1), &memory(12)).unwrap();
+    let table = 1 << 20;
+    for n in 1..=24 {
+        // 256 KiB of raw transactions a block: 6 MiB in the blocks table.
+        let mut b = block(&store.head_block(), n);
+        let header = b.block.header.clone();
+        b.block = Arc::new(SealedBlock {
+            hash: b.block.hash,
+            header,
+            txs: vec![Bytes::from(vec![7u8; 256 << 10])],
+        });
+        store.commit(&b).unwrap();
+        let disk = store.disk().unwrap();
+        use fjall::AbstractTree;
+        let active = disk.t.blocks.tree.active_memtable().size();
+        assert!(active <= table, "block {n}: the blocks table buffers {active} B, over its {table} B");
+    }
+    // What was sealed is flushed to table files in the background.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while store.disk().unwrap().t.blocks.table_count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "nothing flushed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -126,6 +126,8 @@ pub struct Db {
     repaired: bool,
     /// State history kept, in blocks (0: all).
     pub(crate) history_blocks: u64,
+    /// Each table's write buffer (memtable), in bytes.
+    memtable_bytes: u64,
 }
 
 /// What a data dir held at start.
@@ -222,7 +224,16 @@ impl Db {
             account_history: ks("account_history")?,
             storage_history: ks("storage_history")?,
         };
-        Ok(Db { db, t, path, policy, unsynced: AtomicU32::new(0), repaired: false, history_blocks: 0 })
+        Ok(Db {
+            db,
+            t,
+            path,
+            policy,
+            unsynced: AtomicU32::new(0),
+            repaired: false,
+            history_blocks: 0,
+            memtable_bytes: memtable,
+        })
     }
 
     /// Opens an existing database to read it (replay). A damaged one is
@@ -478,21 +489,7 @@ impl Db {
     /// it would never end. (fjall marks `rotate_memtable` hidden; its
     /// version is pinned exactly for it.)
     pub(crate) fn flush(&self, within: std::time::Duration) -> Result<(), StoreError> {
-        let t = &self.t;
-        let all = [
-            &t.meta,
-            &t.blocks,
-            &t.results,
-            &t.changes,
-            &t.vault,
-            &t.block_by_hash,
-            &t.tx_index,
-            &t.accounts,
-            &t.storage,
-            &t.codes,
-            &t.account_history,
-            &t.storage_history,
-        ];
+        let all = self.t.all();
         for ks in all {
             ks.rotate_memtable().map_err(db_error)?;
         }
@@ -504,6 +501,21 @@ impl Db {
                 return Err(StoreError::Io(format!("flushing its tables took over {within:?}")));
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    /// Seals every table's write buffer that outgrew its share of
+    /// `store.db_write_buffer_bytes`, for a background flush. fjall keeps
+    /// the memtable size a table was created with, so without this a
+    /// budget changed in the config would not apply to an existing data
+    /// dir. Called after each block's write.
+    pub(crate) fn seal_full_write_buffers(&self) -> Result<(), StoreError> {
+        use fjall::AbstractTree;
+        for ks in self.t.all() {
+            if ks.tree.active_memtable().size() > self.memtable_bytes {
+                ks.rotate_memtable().map_err(db_error)?;
+            }
         }
         Ok(())
     }

@@ -118,3 +118,23 @@ pub(crate) struct Tables {
     /// See [`crate::history`].
     pub(crate) storage_history: Keyspace,
 }
+
+impl Tables {
+    /// Every table, for what applies to all (flushing, write buffers).
+    pub(crate) fn all(&self) -> [&Keyspace; KEYSPACES as usize] {
+        [
+            &self.meta,
+            &self.blocks,
+            &self.results,
+            &self.changes,
+            &self.vault,
+            &self.block_by_hash,
+            &self.tx_index,
+            &self.accounts,
+            &self.storage,
+            &self.codes,
+            &self.account_history,
+            &self.storage_history,
+        ]
+    }
+}

@@ -199,6 +199,7 @@ impl Db {
         }
         batch.insert(&t.meta, "head", key);
         batch.commit().map_err(db_error)?;
+        self.seal_full_write_buffers()?;
         if sync {
             self.unsynced.store(0, Ordering::Relaxed);
         } else {

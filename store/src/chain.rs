@@ -38,7 +38,12 @@ struct Inner {
     /// read from disk.
     recent: VecDeque<Arc<StoredBlock>>,
     by_hash: HashMap<B256, u64>,
-    txs: HashMap<B256, TxLocation>,
+    /// Where each transaction of `recent` is, for a store without a
+    /// database only: a durable store finds them in its tx index (recent
+    /// ones in the database's write buffers), because a map of every
+    /// transaction in `recent` (up to ~640k) grows by rehashing the whole
+    /// of it, which held a commit for 140-190 ms.
+    txs: Option<HashMap<B256, TxLocation>>,
     halted: Option<String>,
 }
 
@@ -51,7 +56,9 @@ impl Inner {
     fn push(&mut self, block: Arc<StoredBlock>) {
         let number = block.block.header.number;
         for (i, r) in block.receipts.iter().enumerate() {
-            self.txs.insert(r.tx_hash, TxLocation { block: number, index: i as u32 });
+            if let Some(txs) = &mut self.txs {
+                txs.insert(r.tx_hash, TxLocation { block: number, index: i as u32 });
+            }
         }
         self.by_hash.insert(block.block.hash, number);
         self.head = number;
@@ -62,8 +69,10 @@ impl Inner {
         while self.recent.len() > keep.max(1) {
             if let Some(old) = self.recent.pop_front() {
                 self.by_hash.remove(&old.block.hash);
-                for r in &old.receipts {
-                    self.txs.remove(&r.tx_hash);
+                if let Some(txs) = &mut self.txs {
+                    for r in &old.receipts {
+                        txs.remove(&r.tx_hash);
+                    }
                 }
             }
         }
@@ -243,7 +252,7 @@ impl Store {
             head: 0,
             recent: VecDeque::new(),
             by_hash: HashMap::new(),
-            txs: HashMap::new(),
+            txs: Some(HashMap::new()),
             halted: None,
         };
         inner.push(Arc::new(block));
@@ -304,7 +313,7 @@ impl Store {
             head: 0,
             recent: VecDeque::new(),
             by_hash: HashMap::new(),
-            txs: HashMap::new(),
+            txs: None,
             halted: None,
         };
         let first = head.saturating_sub(opts.cache_blocks.max(1) as u64 - 1);
@@ -383,7 +392,7 @@ impl Store {
 
     /// A committed transaction: its block and receipt index.
     pub fn transaction(&self, hash: &B256) -> Option<(Arc<StoredBlock>, usize)> {
-        let cached = self.inner.read().txs.get(hash).copied();
+        let cached = self.inner.read().txs.as_ref().and_then(|txs| txs.get(hash).copied());
         let loc = match cached {
             Some(loc) => loc,
             None => {

@@ -98,114 +98,113 @@ impl Db {
         code_hashes: &[B256],
         priors: &Priors,
     ) -> Result<Written, StoreError> {
-        self.read(|| self.write_block_unguarded(stored, changes, code_hashes, priors))
-    }
-
-    fn write_block_unguarded(
-        &self,
-        stored: &StoredBlock,
-        changes: &ChangeSet,
-        code_hashes: &[B256],
-        priors: &Priors,
-    ) -> Result<Written, StoreError> {
-        let n = stored.block.header.number;
-        // Genesis is always synced: everything after builds on it.
-        let sync = n == 0
-            || match self.policy {
-                SyncPolicy::EveryBlock => true,
-                SyncPolicy::EveryNBlocks(every) => self.unsynced.load(Ordering::Relaxed) + 1 >= every.max(1),
+        // Guarded: the wiped accounts' slots are read while writing.
+        self.read(|| {
+            let n = stored.block.header.number;
+            // Genesis is always synced: everything after builds on it.
+            let sync = n == 0
+                || match self.policy {
+                    SyncPolicy::EveryBlock => true,
+                    SyncPolicy::EveryNBlocks(every) => {
+                        self.unsynced.load(Ordering::Relaxed) + 1 >= every.max(1)
+                    }
+                };
+            let t = &self.t;
+            // What was committed before this block: the wiped accounts' slots
+            // and the history to prune are read from it.
+            let snap = self.db.snapshot();
+            let mut batch = self.db.batch().durability(Some(if sync {
+                PersistMode::SyncAll
+            } else {
+                PersistMode::Buffer
+            }));
+            let key = n.to_be_bytes();
+            batch.insert(&t.blocks, key, BlockProto::from(stored.block.as_ref()).encode_to_vec());
+            let results = BlockResultsProto {
+                receipts: stored.receipts.iter().map(ReceiptProto::from).collect(),
+                raw_index: stored.raw_index.clone(),
+                gas_used: stored.gas_used,
+                app_hash: stored.app_hash.to_vec(),
             };
-        let t = &self.t;
-        // What was committed before this block: the wiped accounts' slots
-        // and the history to prune are read from it.
-        let snap = self.db.snapshot();
-        let mut batch =
-            self.db.batch().durability(Some(if sync { PersistMode::SyncAll } else { PersistMode::Buffer }));
-        let key = n.to_be_bytes();
-        batch.insert(&t.blocks, key, BlockProto::from(stored.block.as_ref()).encode_to_vec());
-        let results = BlockResultsProto {
-            receipts: stored.receipts.iter().map(ReceiptProto::from).collect(),
-            raw_index: stored.raw_index.clone(),
-            gas_used: stored.gas_used,
-            app_hash: stored.app_hash.to_vec(),
-        };
-        batch.insert(&t.results, key, results.encode_to_vec());
-        batch.insert(&t.changes, key, ChangeSetProto::from(changes).encode_to_vec());
-        batch.insert(&t.vault, key, stored.app_hash.as_slice());
-        batch.insert(&t.block_by_hash, stored.block.hash.as_slice(), key);
-        for (i, r) in stored.receipts.iter().enumerate() {
-            let mut loc = [0u8; 12];
-            loc[..8].copy_from_slice(&key);
-            loc[8..].copy_from_slice(&(i as u32).to_be_bytes());
-            batch.insert(&t.tx_index, r.tx_hash.as_slice(), loc);
-        }
-        let mut gone_slots = Vec::new();
-        let mut history = HistoryWriter { batch: &mut batch, t, block: n };
-        for (i, (c, code_hash)) in changes.accounts.iter().zip(code_hashes).enumerate() {
-            let prior = priors.accounts.get(i).copied().flatten();
-            history.account(&c.address, prior.as_ref().map(encode_account).as_ref().map(|p| p.as_slice()));
-            let wiped = c.deleted || c.storage_cleared;
-            // Slots the change writes: a wipe leaves them to the writes.
-            let written: HashSet<U256> = c.storage.iter().map(|(s, _)| *s).collect();
-            let mut recorded = HashSet::new();
-            if wiped {
-                // Every slot the account held goes, each recorded as it
-                // was before this block.
-                for entry in snap.prefix(&t.storage, c.address) {
-                    let (k, v) = entry.into_inner().map_err(db_error)?;
-                    if k.len() != 52 || v.len() != 32 {
-                        return Err(corrupt("storage record"));
-                    }
-                    let slot = U256::from_be_slice(&k[20..]);
-                    history.slot(&c.address, &slot, U256::from_be_slice(&v));
-                    recorded.insert(slot);
-                    if !written.contains(&slot) {
-                        history.batch.remove(&t.storage, k);
-                        gone_slots.push((c.address, slot));
+            batch.insert(&t.results, key, results.encode_to_vec());
+            batch.insert(&t.changes, key, ChangeSetProto::from(changes).encode_to_vec());
+            batch.insert(&t.vault, key, stored.app_hash.as_slice());
+            batch.insert(&t.block_by_hash, stored.block.hash.as_slice(), key);
+            for (i, r) in stored.receipts.iter().enumerate() {
+                let mut loc = [0u8; 12];
+                loc[..8].copy_from_slice(&key);
+                loc[8..].copy_from_slice(&(i as u32).to_be_bytes());
+                batch.insert(&t.tx_index, r.tx_hash.as_slice(), loc);
+            }
+            let mut gone_slots = Vec::new();
+            let mut history = HistoryWriter { batch: &mut batch, t, block: n };
+            for (i, (c, code_hash)) in changes.accounts.iter().zip(code_hashes).enumerate() {
+                let prior = priors.accounts.get(i).copied().flatten();
+                history
+                    .account(&c.address, prior.as_ref().map(encode_account).as_ref().map(|p| p.as_slice()));
+                let wiped = c.deleted || c.storage_cleared;
+                // Slots the change writes: a wipe leaves them to the writes.
+                let written: HashSet<U256> = c.storage.iter().map(|(s, _)| *s).collect();
+                let mut recorded = HashSet::new();
+                if wiped {
+                    // Every slot the account held goes, each recorded as it
+                    // was before this block.
+                    for entry in snap.prefix(&t.storage, c.address) {
+                        let (k, v) = entry.into_inner().map_err(db_error)?;
+                        if k.len() != 52 || v.len() != 32 {
+                            return Err(corrupt("storage record"));
+                        }
+                        let slot = U256::from_be_slice(&k[20..]);
+                        history.slot(&c.address, &slot, U256::from_be_slice(&v));
+                        recorded.insert(slot);
+                        if !written.contains(&slot) {
+                            history.batch.remove(&t.storage, k);
+                            gone_slots.push((c.address, slot));
+                        }
                     }
                 }
-            }
-            if c.deleted {
-                history.batch.remove(&t.accounts, c.address.as_slice());
-                continue;
-            }
-            if let Some(code) = &c.code {
-                history.batch.insert(&t.codes, code.hash.as_slice(), code.code.as_ref());
-            }
-            let acct = Account { balance: c.balance, nonce: c.nonce, code_hash: *code_hash };
-            history.batch.insert(&t.accounts, c.address.as_slice(), encode_account(&acct));
-            let slot_priors = priors.slots.get(i);
-            for (j, (slot, value)) in c.storage.iter().enumerate() {
-                let k = slot_key(&c.address, slot);
-                if value.is_zero() {
-                    history.batch.remove(&t.storage, k);
-                } else {
-                    history.batch.insert(&t.storage, k, value.to_be_bytes::<32>());
-                }
-                if recorded.contains(slot) {
+                if c.deleted {
+                    history.batch.remove(&t.accounts, c.address.as_slice());
                     continue;
                 }
-                let prior = match slot_priors.and_then(|s| s.get(j)) {
-                    // Wiped, and not held before: it was zero.
-                    _ if wiped || n == 0 => U256::ZERO,
-                    Some(p) => *p,
-                    None => return Err(corrupt(format!("block {n}: no prior for a changed slot"))),
-                };
-                history.slot(&c.address, slot, prior);
+                if let Some(code) = &c.code {
+                    history.batch.insert(&t.codes, code.hash.as_slice(), code.code.as_ref());
+                }
+                let acct = Account { balance: c.balance, nonce: c.nonce, code_hash: *code_hash };
+                history.batch.insert(&t.accounts, c.address.as_slice(), encode_account(&acct));
+                let slot_priors = priors.slots.get(i);
+                for (j, (slot, value)) in c.storage.iter().enumerate() {
+                    let k = slot_key(&c.address, slot);
+                    if value.is_zero() {
+                        history.batch.remove(&t.storage, k);
+                    } else {
+                        history.batch.insert(&t.storage, k, value.to_be_bytes::<32>());
+                    }
+                    if recorded.contains(slot) {
+                        continue;
+                    }
+                    let prior = match slot_priors.and_then(|s| s.get(j)) {
+                        // Wiped, and not held before: it was zero.
+                        _ if wiped || n == 0 => U256::ZERO,
+                        Some(p) => *p,
+                        None => return Err(corrupt(format!("block {n}: no prior for a changed slot"))),
+                    };
+                    history.slot(&c.address, slot, prior);
+                }
             }
-        }
-        if self.history_blocks > 0 && n > self.history_blocks {
-            self.prune_history(&snap, &mut history, n - self.history_blocks)?;
-        }
-        batch.insert(&t.meta, "head", key);
-        batch.commit().map_err(db_error)?;
-        self.seal_full_write_buffers()?;
-        if sync {
-            self.unsynced.store(0, Ordering::Relaxed);
-        } else {
-            self.unsynced.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(Written { synced: sync, wiped: gone_slots })
+            if self.history_blocks > 0 && n > self.history_blocks {
+                self.prune_history(&snap, &mut history, n - self.history_blocks)?;
+            }
+            batch.insert(&t.meta, "head", key);
+            batch.commit().map_err(db_error)?;
+            self.seal_full_write_buffers()?;
+            if sync {
+                self.unsynced.store(0, Ordering::Relaxed);
+            } else {
+                self.unsynced.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Written { synced: sync, wiped: gone_slots })
+        })
     }
 
     /// Drops the history of blocks up to `oldest` (the oldest block whose

@@ -97,9 +97,10 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
             n => SyncPolicy::EveryNBlocks(n),
         },
         cache_blocks: cfg.store.cache_blocks,
-        db_memory: sluice_store::DbMemory {
+        db_limits: sluice_store::DbLimits {
             cache_bytes: cfg.store.db_cache_bytes as u64,
             write_buffer_bytes: cfg.store.db_write_buffer_bytes,
+            worker_threads: cfg.store.db_worker_threads,
         },
         state_cache: sluice_store::CacheBytes {
             accounts: cfg.store.account_cache_bytes,

@@ -167,6 +167,7 @@ impl Default for Config {
                 cache_blocks: 128,
                 db_cache_bytes: 256 * 1024 * 1024,
                 db_write_buffer_bytes: 128 * 1024 * 1024,
+                db_worker_threads: 1,
                 account_cache_bytes: 128 * 1024 * 1024,
                 storage_cache_bytes: 128 * 1024 * 1024,
                 code_cache_bytes: 64 * 1024 * 1024,
@@ -261,11 +262,12 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 39] = [
+        let positive: [(&str, u64); 40] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
             ("store.db_write_buffer_bytes", self.store.db_write_buffer_bytes),
+            ("store.db_worker_threads", self.store.db_worker_threads as u64),
             ("store.account_cache_bytes", self.store.account_cache_bytes),
             ("store.storage_cache_bytes", self.store.storage_cache_bytes),
             ("store.code_cache_bytes", self.store.code_cache_bytes),

@@ -240,6 +240,8 @@ pub struct StoreConfig {
     pub db_cache_bytes: usize,
     /// The database's write buffers (all memtables together), in bytes.
     pub db_write_buffer_bytes: u64,
+    /// The database's background threads (flushes and compactions).
+    pub db_worker_threads: usize,
     /// Current accounts kept in memory, in bytes (the rest are on disk).
     pub account_cache_bytes: u64,
     /// Current storage slots kept in memory, in bytes.

@@ -3,7 +3,8 @@
 //! 10k, 2M and 10M accounts, side by side in one run.
 //!
 //! `cargo bench -p sluice-store --bench commit` (`-- --sizes 10000,2000000
-//! --blocks 200 --txs 3400 --sync-every 1` to change them).
+//! --blocks 200 --txs 3400 --sync-every 1 --workers 1` to change them;
+//! `--workers 2,1` runs each size with both worker counts, side by side).
 //!
 //! Before each timed commit the block's senders and recipients are read
 //! through the store (untimed), as the executor reads them before the
@@ -142,14 +143,18 @@ fn genesis(accounts: u64) -> Genesis {
 }
 
 /// The node's defaults (config/default.toml), syncing every `sync_every`
-/// blocks.
-fn opts(dir: &std::path::Path, sync_every: u32) -> DurableOptions {
+/// blocks, with `workers` background threads in the database.
+fn opts(dir: &std::path::Path, sync_every: u32, workers: usize) -> DurableOptions {
     DurableOptions {
         dir: dir.to_path_buf(),
         spec: "prague".into(),
         sync: if sync_every <= 1 { SyncPolicy::EveryBlock } else { SyncPolicy::EveryNBlocks(sync_every) },
         cache_blocks: 128,
-        db_memory: sluice_store::DbMemory { cache_bytes: 256 << 20, write_buffer_bytes: 128 << 20 },
+        db_limits: sluice_store::DbLimits {
+            cache_bytes: 256 << 20,
+            write_buffer_bytes: 128 << 20,
+            worker_threads: workers,
+        },
         state_cache: sluice_store::CacheBytes::default(),
         history_blocks: 0,
         fail_commit_at: 0,
@@ -170,17 +175,19 @@ fn main() {
         .split(',')
         .map(|s| s.parse().expect("--sizes N,N,..."))
         .collect();
+    let workers: Vec<usize> =
+        arg("--workers", "1").split(',').map(|s| s.parse().expect("--workers N,N,...")).collect();
     let base = std::env::temp_dir().join(format!("sluice-commit-bench-{}", std::process::id()));
     println!(
         "one commit per block of {txs} transfers to fresh recipients, synced every {sync_every} blocks, {blocks} blocks per size"
     );
     println!();
-    println!("| accounts at start | p50 ms | p99 ms | max ms | first / last tenth ms | last / first | written per transfer | disk per transfer |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for accounts in sizes {
+    println!("| accounts at start | db workers | p50 ms | p99 ms | max ms | first / last tenth ms | last / first | written per transfer | disk per transfer |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (accounts, workers) in sizes.iter().flat_map(|&a| workers.iter().map(move |&w| (a, w))) {
         let dir = base.join(accounts.to_string());
         let _ = std::fs::remove_dir_all(&dir);
-        let store = Store::open(&genesis(accounts), &opts(&dir, sync_every)).expect("open");
+        let store = Store::open(&genesis(accounts), &opts(&dir, sync_every, workers)).expect("open");
         let disk_before = dir_bytes(&dir);
         let written_before = write_bytes();
         let mut times = Vec::with_capacity(blocks as usize);
@@ -206,13 +213,18 @@ fn main() {
         let pct = |p: f64| ms(&sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]);
         let transfers = (blocks * txs) as f64;
         println!(
-            "| {accounts} | {:.1} | {:.1} | {:.1} | {first:.1} / {last:.1} | {:.2}x | {:.0} B | {:.0} B |",
+            "| {accounts} | {workers} | {:.1} | {:.1} | {:.1} | {first:.1} / {last:.1} | {:.2}x | {:.0} B | {:.0} B |",
             pct(0.50),
             pct(0.99),
             pct(1.0),
             last / first,
             written as f64 / transfers,
             disk as f64 / transfers,
+        );
+        let tenths: Vec<String> = times.chunks(tenth).map(|c| format!("{:.0}", mean(c))).collect();
+        eprintln!(
+            "{accounts} accounts, {workers} db workers: mean ms per tenth of the run: {}",
+            tenths.join(" ")
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

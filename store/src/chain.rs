@@ -13,7 +13,7 @@ use sluice_messages::{AccountChange, BlockHeader, ChangeSet, CodeChange, Execute
 use crate::{
     apphash::{app_hash, fold_synthetic},
     cache::{CacheBytes, CacheStats, StateCache},
-    db::{ChainIdentity, Db, DbMemory, SyncPolicy},
+    db::{ChainIdentity, Db, DbLimits, SyncPolicy},
     state::MemState,
     tables::StoredBlock,
     write::Priors,
@@ -124,7 +124,7 @@ pub struct DurableOptions {
     /// Recent blocks kept in memory.
     pub cache_blocks: usize,
     /// The database's own memory: its block cache and write buffers.
-    pub db_memory: DbMemory,
+    pub db_limits: DbLimits,
     /// Budgets of the state cache over the database.
     pub state_cache: CacheBytes,
     /// State history kept, in blocks (0: all); see [`crate::history`].
@@ -291,7 +291,7 @@ impl Store {
             spec: opts.spec.clone(),
             network: opts.network.clone(),
         };
-        let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_memory)?;
+        let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_limits)?;
         db.keep_history_blocks(opts.history_blocks);
         let head = match loaded {
             None => {

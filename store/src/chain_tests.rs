@@ -37,7 +37,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         spec: "prague".into(),
         sync,
         cache_blocks: 2,
-        db_memory: crate::DbMemory { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20 },
+        db_limits: crate::DbLimits { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20, worker_threads: 1 },
         state_cache: crate::CacheBytes::default(),
         history_blocks: 0,
         fail_commit_at: 0,
@@ -360,7 +360,7 @@ fn a_page_damaged_under_an_open_store_fails_reads_never_with_a_panic() {
         for page in 0..good.len().div_ceil(4096).min(16) {
             restore(&dir, &files);
             let uncached = DurableOptions {
-                db_memory: crate::DbMemory { cache_bytes: 0, write_buffer_bytes: 8 << 20 },
+                db_limits: crate::DbLimits { cache_bytes: 0, write_buffer_bytes: 8 << 20, worker_threads: 1 },
                 ..opts(&dir, SyncPolicy::EveryBlock)
             };
             let store = Store::open(&genesis(1), &uncached).unwrap();
@@ -403,7 +403,7 @@ fn write_buffers_stay_within_the_configured_budget_on_an_existing_data_dir() {
     // a table), the smaller budget must hold.
     let dir = temp_dir("write-buffers");
     let memory = |mib: u64| DurableOptions {
-        db_memory: crate::DbMemory { cache_bytes: 1 << 20, write_buffer_bytes: mib << 20 },
+        db_limits: crate::DbLimits { cache_bytes: 1 << 20, write_buffer_bytes: mib << 20, worker_threads: 1 },
         ..opts(&dir, SyncPolicy::EveryNBlocks(1000))
     };
     Store::open(&genesis(1), &memory(96)).unwrap().close().unwrap();

@@ -252,7 +252,7 @@ fn options(dir: &std::path::Path, history_blocks: u64) -> DurableOptions {
         spec: "prague".into(),
         sync: SyncPolicy::EveryNBlocks(8),
         cache_blocks: 2,
-        db_memory: crate::DbMemory { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20 },
+        db_limits: crate::DbLimits { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20, worker_threads: 1 },
         state_cache: crate::CacheBytes::default(),
         history_blocks,
         fail_commit_at: 0,

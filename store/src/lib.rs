@@ -40,7 +40,7 @@ pub mod write;
 
 pub use cache::{CacheBytes, CacheStats};
 pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, StateAt, Store};
-pub use db::{DbMemory, SyncPolicy};
+pub use db::{DbLimits, SyncPolicy};
 pub use genesis::{Genesis, GenesisAccount, Synthetic};
 pub use overlay::{Layer, Overlay};
 pub use reader::{Account, StateReader, StoreError, EMPTY_CODE_HASH};

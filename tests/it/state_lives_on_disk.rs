@@ -61,3 +61,23 @@ fn state_beyond_the_cache_reads_pays_and_survives_a_restart() {
     assert!(node.terminate().success(), "clean shutdown");
     node.assert_replay_matches_vault("with synthetic accounts");
 }
+
+/// Threads of the node process named `name` (Linux: `/proc/PID/task`).
+fn threads_named(pid: u32, name: &str) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the node's threads");
+    tasks
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+        .count()
+}
+
+#[test]
+fn the_database_runs_the_configured_background_threads() {
+    // One by default (config/default.toml says why); the bound holds for
+    // another value too.
+    for (env, want) in [(vec![], 1), (vec![("SLUICE_STORE__DB_WORKER_THREADS", "3")], 3)] {
+        let node = TestNode::start(&env, &[]);
+        let pid = node.pid().expect("running");
+        assert_eq!(threads_named(pid, "fjall:worker"), want, "{env:?}");
+    }
+}

@@ -92,6 +92,11 @@ impl TestNode {
         (out.status.success(), text)
     }
 
+    /// The node's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Kills the node with SIGKILL (no shutdown at all).
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {

@@ -71,6 +71,9 @@ pub struct NonceActor {
     rebuilt_through: u64,
     /// An injected stall: no message is handled before this.
     stall_until: Option<Instant>,
+    /// The next admission number: transactions are numbered as they enter
+    /// the shards, so a block can keep arrival order across senders.
+    next_seq: u64,
 }
 
 /// Everything the nonce actor is built from.
@@ -121,6 +124,7 @@ impl NonceActor {
             sup: Supervisor::new(Site::Nonce),
             rebuilt_through: 0,
             stall_until: None,
+            next_seq: sluice_txpool::RESTORED_SEQ_LIMIT,
         }
     }
 
@@ -354,7 +358,9 @@ impl NonceActor {
             let _ = self.producer.offer(ProducerMsg::Wake);
         }
         let shard = self.shards[Self::shard_of(&tx.sender, self.shards.len())].clone();
-        match shard.offer(ShardMsg::Insert { tx }) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        match shard.offer(ShardMsg::Insert { tx, seq }) {
             Ok(()) => answer(Ok(())),
             Err(SendError::Full(msg)) => {
                 // Backpressure: stop taking admissions until the

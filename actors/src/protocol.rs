@@ -13,7 +13,7 @@ use std::{fmt, sync::Arc, time::Instant};
 use alloy_primitives::{Address, B256, U256};
 use parking_lot::Mutex;
 use sluice_messages::{ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock, StateRef};
-use sluice_txpool::TxError;
+use sluice_txpool::{Pooled, TxError};
 use tokio::sync::oneshot;
 
 /// A sender's committed account as admission read it, outside the nonce
@@ -103,6 +103,9 @@ pub enum ShardMsg {
     Insert {
         /// The transaction.
         tx: RecoveredTx,
+        /// Its admission number across all shards (block order among
+        /// equal tips: see `sluice_txpool::order`).
+        seq: u64,
     },
     /// Take transactions from the front for a block.
     Take {
@@ -112,16 +115,17 @@ pub enum ShardMsg {
         gas_budget: u64,
         /// Whose raw sizes sum to at most this.
         max_bytes: usize,
-        /// The transactions, in shard order.
-        reply: oneshot::Sender<Vec<RecoveredTx>>,
+        /// The transactions with their admission numbers, in shard order.
+        reply: oneshot::Sender<Vec<Pooled>>,
     },
     /// Put transactions taken earlier back at the front, in their order:
-    /// a proposal that lost its view, or a block nobody asked for any more.
-    /// They never left the in-flight index or the nonce book, so only the
-    /// queue and pool capacity change.
+    /// what a block did not take of a shard's offer, a proposal that lost
+    /// its view, or a block nobody asked for any more. They never left the
+    /// in-flight index or the nonce book, so only the queue and pool
+    /// capacity change.
     Restore {
-        /// The transactions, in block order, all of this shard's senders.
-        txs: Vec<RecoveredTx>,
+        /// The transactions, in their order, all of this shard's senders.
+        txs: Vec<Pooled>,
     },
 }
 

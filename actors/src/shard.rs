@@ -17,7 +17,7 @@ use std::{sync::Arc, time::Instant};
 
 use actix::prelude::*;
 use sluice_messages::RecoveredTx;
-use sluice_txpool::{MempoolShard, PoolCounters};
+use sluice_txpool::{MempoolShard, PoolCounters, Pooled};
 
 use sluice_txpool::PendingTxs;
 
@@ -89,8 +89,8 @@ impl ShardActor {
     fn process(&mut self, slot: &mut Option<ShardMsg>, inject: Inject) -> Result<(), String> {
         inject.strike(Site::MempoolShard)?;
         match slot.take() {
-            Some(ShardMsg::Insert { tx }) => {
-                if let Err(e) = self.pool.push(tx) {
+            Some(ShardMsg::Insert { tx, seq }) => {
+                if let Err(e) = self.pool.push(tx, seq) {
                     // Unreachable while capacity is taken before forwarding;
                     // logged rather than lost silently.
                     tracing::error!(shard = self.index, error = %e, "mempool shard refused an admitted transaction");
@@ -126,7 +126,7 @@ impl ShardActor {
             };
         }
         match slot.take() {
-            Some(ShardMsg::Insert { tx }) => self.lose(tx, m::DROP_HALTED),
+            Some(ShardMsg::Insert { tx, .. }) => self.lose(tx, m::DROP_HALTED),
             // Answered: nothing taken.
             Some(ShardMsg::Take { reply, .. }) => drop(reply.send(Vec::new())),
             Some(ShardMsg::Restore { txs }) => self.lose_restored(txs, m::DROP_HALTED),
@@ -137,16 +137,16 @@ impl ShardActor {
     /// Puts transactions taken earlier back at the front, in order, and
     /// takes their capacity again: a take released it, so the count stays
     /// exact.
-    fn restore(&mut self, txs: Vec<RecoveredTx>) {
-        let (n, bytes) = (txs.len(), txs.iter().map(|t| t.raw.len()).sum());
+    fn restore(&mut self, txs: Vec<Pooled>) {
+        let (n, bytes) = (txs.len(), txs.iter().map(|p| p.tx.raw.len()).sum());
         self.pool.restore_front(txs);
         self.counters.force_acquire(n, bytes);
     }
 
     /// Gives up on transactions that were coming back: their capacity is
     /// taken first, because losing one releases it.
-    fn lose_restored(&mut self, txs: Vec<RecoveredTx>, reason: &'static str) {
-        for tx in txs {
+    fn lose_restored(&mut self, txs: Vec<Pooled>, reason: &'static str) {
+        for Pooled { tx, .. } in txs {
             self.counters.force_acquire(1, tx.raw.len());
             self.lose(tx, reason);
         }
@@ -157,10 +157,10 @@ impl ShardActor {
         max_txs: usize,
         gas_budget: u64,
         max_bytes: usize,
-        reply: tokio::sync::oneshot::Sender<Vec<RecoveredTx>>,
+        reply: tokio::sync::oneshot::Sender<Vec<Pooled>>,
     ) {
         let txs = self.pool.take(max_txs, gas_budget, max_bytes);
-        let bytes = txs.iter().map(|t| t.raw.len()).sum();
+        let bytes = txs.iter().map(|p| p.tx.raw.len()).sum();
         self.counters.release(txs.len(), bytes);
         if let Err(txs) = reply.send(txs) {
             // The producer went away mid-request (shutdown): put the
@@ -207,7 +207,7 @@ impl StreamHandler<ShardMsg> for ShardActor {
                 self.stall_until = Some(Instant::now() + d);
             }
             Some(Action::Drop) => match msg {
-                ShardMsg::Insert { tx } => self.lose(tx, m::DROP_FAULT),
+                ShardMsg::Insert { tx, .. } => self.lose(tx, m::DROP_FAULT),
                 // A lost take is answered with nothing taken: the
                 // transactions stay for the next block.
                 ShardMsg::Take { reply, .. } => drop(reply.send(Vec::new())),

@@ -33,16 +33,10 @@ fn flood_gets_txpool_full_and_every_admitted_tx_is_included() {
     );
     let sink = random_signer().address();
     let raws: Vec<Bytes> = senders.iter().map(|s| transfer(s, 0, sink, 1)).collect();
-    let batch: Vec<Value> = raws
-        .iter()
-        .enumerate()
-        .map(|(i, raw)| json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]}))
-        .collect();
-    let answers = node.post(&Value::Array(batch));
+    let answers = node.send_batch(&raws);
     let mut admitted = Vec::new();
     let mut refused = Vec::new();
-    for a in answers.as_array().unwrap() {
-        let i = a["id"].as_u64().unwrap() as usize;
+    for (i, a) in answers.iter().enumerate() {
         match a.get("error") {
             None => admitted.push(i),
             Some(e) => {

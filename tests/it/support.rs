@@ -221,6 +221,23 @@ impl TestNode {
         self.call("eth_sendRawTransaction", json!([raw])).map(|v| v.as_str().unwrap().parse().unwrap())
     }
 
+    /// Sends raw transactions in one JSON-RPC batch; the answers in the
+    /// order of `raws` (each with its `result` or `error`).
+    pub fn send_batch(&self, raws: &[Bytes]) -> Vec<Value> {
+        let batch: Vec<Value> = raws
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]}))
+            .collect();
+        let answers = self.post(&Value::Array(batch));
+        let mut out = vec![Value::Null; raws.len()];
+        for a in answers.as_array().expect("a batch answer") {
+            let i = a["id"].as_u64().expect("an id") as usize;
+            out[i] = a.clone();
+        }
+        out
+    }
+
     /// Waits (up to 30 s) for a receipt.
     pub fn receipt(&self, hash: &B256) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);

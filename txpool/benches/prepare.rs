@@ -146,11 +146,11 @@ fn main() {
         let cache = PreparedTxCache::new(n);
         let mut shard = MempoolShard::new();
         let t = Instant::now();
-        for tx in &recovered {
+        for (seq, tx) in recovered.iter().enumerate() {
             book.reserve(tx.sender, 0, 0, 16).expect("reserved");
             counters.try_acquire(tx.raw.len()).expect("room");
             cache.insert(tx);
-            shard.push(tx.clone()).expect("pushed");
+            shard.push(tx.clone(), seq as u64).expect("pushed");
         }
         t.elapsed()
     });

@@ -10,6 +10,7 @@
 //! - [`recover`]: EIP-2718 decoding and libsecp256k1 sender recovery.
 //! - [`nonce`]: [`NonceBook`], gapless per-sender nonce reservations.
 //! - [`pool`]: [`PoolCounters`] (global limits) and FIFO [`MempoolShard`]s.
+//! - [`order`]: a block's order across the shards (tip, then admission).
 //! - [`cache`]: [`PreparedTxCache`], [`hash_batch`], [`prepare_block`].
 //! - [`sign`]: a libsecp256k1 [`Signer`] for dev accounts, tests and load.
 //!
@@ -43,6 +44,7 @@ pub mod cache;
 pub mod error;
 pub mod future;
 pub mod nonce;
+pub mod order;
 pub mod pending;
 pub mod pool;
 pub mod recover;
@@ -55,6 +57,7 @@ pub use cache::{hash_batch, keccak, prepare_block, prepare_block_timed, PrepareT
 pub use error::TxError;
 pub use future::{FutureLimits, FutureQueue};
 pub use nonce::NonceBook;
+pub use order::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};
 pub use pending::PendingTxs;
 pub use pool::{MempoolShard, PoolCounters};
 pub use recover::{decode_envelope, recover_raw, recover_sender};

@@ -1,7 +1,8 @@
 //! The mempool: global limits shared by every shard, and FIFO shards.
 //!
 //! Shards keep arrival order, which with gapless nonces is also each
-//! sender's nonce order, so block production only ever takes from the front.
+//! sender's nonce order, so block production only ever takes from the front
+//! (and [`crate::order`] merges what the shards offer into a block).
 
 use std::{
     collections::VecDeque,
@@ -11,7 +12,7 @@ use std::{
 use alloy_primitives::{map::B256Map, B256};
 use sluice_messages::RecoveredTx;
 
-use crate::error::TxError;
+use crate::{error::TxError, order::Pooled};
 
 /// Global pool occupancy, shared (in an `Arc`) by every admission worker and
 /// shard: the pool's bound must hold across all of them, not per shard.
@@ -110,7 +111,7 @@ impl PoolCounters {
 /// index maps hash -> sequence, and the position is `seq - head_seq`.
 #[derive(Debug, Default)]
 pub struct MempoolShard {
-    queue: VecDeque<RecoveredTx>,
+    queue: VecDeque<Pooled>,
     index: B256Map<u64>,
     /// Sequence number of the transaction at the front.
     head_seq: u64,
@@ -123,16 +124,17 @@ impl MempoolShard {
         Self::default()
     }
 
-    /// Appends a transaction; `already known` if its hash is queued here.
-    /// Room must have been acquired from [`PoolCounters`] first.
-    pub fn push(&mut self, tx: RecoveredTx) -> Result<(), TxError> {
+    /// Appends a transaction admitted as number `admitted` (see [`Pooled`]);
+    /// `already known` if its hash is queued here. Room must have been
+    /// acquired from [`PoolCounters`] first.
+    pub fn push(&mut self, tx: RecoveredTx, admitted: u64) -> Result<(), TxError> {
         let seq = self.head_seq + self.queue.len() as u64;
         if self.index.contains_key(&tx.hash) {
             return Err(TxError::AlreadyKnown);
         }
         self.index.insert(tx.hash, seq);
         self.bytes += tx.raw.len();
-        self.queue.push_back(tx);
+        self.queue.push_back(Pooled { seq: admitted, tx });
         Ok(())
     }
 
@@ -144,10 +146,10 @@ impl MempoolShard {
     /// later transaction may be the same sender's next nonce, and taking it
     /// first would make both fail. Admission keeps each gas limit within the
     /// block gas limit, so the front always fits an empty block.
-    pub fn take(&mut self, max_txs: usize, gas_budget: u64, max_bytes: usize) -> Vec<RecoveredTx> {
+    pub fn take(&mut self, max_txs: usize, gas_budget: u64, max_bytes: usize) -> Vec<Pooled> {
         let (mut gas_left, mut bytes_left) = (gas_budget, max_bytes);
         let mut n = 0;
-        for tx in self.queue.iter().take(max_txs) {
+        for Pooled { tx, .. } in self.queue.iter().take(max_txs) {
             let (gas, size) = (tx.gas_limit(), tx.raw.len());
             if gas > gas_left || size > bytes_left {
                 break;
@@ -156,8 +158,8 @@ impl MempoolShard {
             bytes_left -= size;
             n += 1;
         }
-        let taken: Vec<RecoveredTx> = self.queue.drain(..n).collect();
-        for tx in &taken {
+        let taken: Vec<Pooled> = self.queue.drain(..n).collect();
+        for Pooled { tx, .. } in &taken {
             self.index.remove(&tx.hash);
             self.bytes -= tx.raw.len();
         }
@@ -167,19 +169,19 @@ impl MempoolShard {
 
     /// Puts transactions taken by [`MempoolShard::take`] back at the front,
     /// in their order (a taker that could not use them, so nothing is lost).
-    pub fn restore_front(&mut self, txs: Vec<RecoveredTx>) {
-        for tx in txs.into_iter().rev() {
+    pub fn restore_front(&mut self, txs: Vec<Pooled>) {
+        for p in txs.into_iter().rev() {
             self.head_seq = self.head_seq.saturating_sub(1);
-            self.index.insert(tx.hash, self.head_seq);
-            self.bytes += tx.raw.len();
-            self.queue.push_front(tx);
+            self.index.insert(p.tx.hash, self.head_seq);
+            self.bytes += p.tx.raw.len();
+            self.queue.push_front(p);
         }
     }
 
     /// The queued transaction with this hash.
     pub fn find(&self, hash: &B256) -> Option<&RecoveredTx> {
         let seq = *self.index.get(hash)?;
-        self.queue.get(usize::try_from(seq - self.head_seq).ok()?)
+        self.queue.get(usize::try_from(seq - self.head_seq).ok()?).map(|p| &p.tx)
     }
 
     /// Number of queued transactions.
@@ -267,14 +269,14 @@ mod tests {
     fn take_respects_gas_budget_and_never_skips_ahead() {
         let mut shard = MempoolShard::new();
         for (n, gas) in [(0, 30_000), (1, 50_000), (2, 21_000), (3, 21_000)] {
-            shard.push(tx(n, gas, 0)).unwrap();
+            shard.push(tx(n, gas, 0), n).unwrap();
         }
         // 30k fits, 50k does not fit the remaining 40k: stop, although the
         // 21k behind it would fit.
         let taken = shard.take(10, 70_000, usize::MAX);
-        assert_eq!(taken.iter().map(|t| t.nonce()).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(taken.iter().map(|p| p.tx.nonce()).collect::<Vec<_>>(), vec![0]);
         let taken = shard.take(2, u64::MAX, usize::MAX);
-        assert_eq!(taken.iter().map(|t| t.nonce()).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(taken.iter().map(|p| (p.tx.nonce(), p.seq)).collect::<Vec<_>>(), vec![(1, 1), (2, 2)]);
         assert_eq!(shard.len(), 1);
     }
 
@@ -283,8 +285,8 @@ mod tests {
         let mut shard = MempoolShard::new();
         let (a, b) = (tx(0, 100_000, 10), tx(1, 100_000, 500));
         let (a_len, b_len) = (a.raw.len(), b.raw.len());
-        shard.push(a).unwrap();
-        shard.push(b).unwrap();
+        shard.push(a, 0).unwrap();
+        shard.push(b, 1).unwrap();
         assert_eq!(shard.bytes(), a_len + b_len);
         assert_eq!(shard.take(10, u64::MAX, a_len + b_len - 1).len(), 1);
         assert_eq!(shard.bytes(), b_len);
@@ -296,16 +298,16 @@ mod tests {
     fn find_and_duplicates_follow_the_queue() {
         let mut shard = MempoolShard::new();
         let txs: Vec<_> = (0..4).map(|n| tx(n, 21_000, 0)).collect();
-        for t in &txs {
-            shard.push(t.clone()).unwrap();
+        for (n, t) in txs.iter().enumerate() {
+            shard.push(t.clone(), n as u64).unwrap();
         }
-        assert_eq!(shard.push(txs[2].clone()), Err(TxError::AlreadyKnown));
+        assert_eq!(shard.push(txs[2].clone(), 9), Err(TxError::AlreadyKnown));
         assert_eq!(shard.find(&txs[3].hash).map(|t| t.nonce()), Some(3));
         shard.take(2, u64::MAX, usize::MAX);
         assert!(shard.find(&txs[0].hash).is_none());
         assert_eq!(shard.find(&txs[2].hash).map(|t| t.nonce()), Some(2));
         // A taken transaction may come back (e.g. re-sent after a skip).
-        shard.push(txs[0].clone()).unwrap();
+        shard.push(txs[0].clone(), 10).unwrap();
         assert_eq!(shard.find(&txs[0].hash).map(|t| t.nonce()), Some(0));
         assert_eq!(shard.len(), 3);
     }

@@ -5,6 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sluice_messages::{BlockHeader, RecoveredTx, SealedBlock, StateRef};
+use sluice_txpool::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};
 use tokio::sync::oneshot;
 
 use super::ProducerSettings;
@@ -14,56 +15,68 @@ use crate::{
     protocol::{Parent, ShardMsg},
 };
 
-/// Takes up to one block of transactions from the shards, visiting them
-/// from `first` on.
-pub(super) async fn take_block(
-    shards: &[MailboxSender<ShardMsg>],
-    first: usize,
-    s: &ProducerSettings,
-) -> Vec<RecoveredTx> {
-    let mut txs: Vec<RecoveredTx> = Vec::with_capacity(s.max_block_txs.min(8192));
-    let (mut gas, mut bytes) = (s.block_gas_limit, s.max_block_bytes);
-    for k in 0..shards.len() {
-        let room = s.max_block_txs - txs.len();
-        if room == 0 {
-            break;
-        }
-        let shard = &shards[(first + k) % shards.len()];
+/// Takes one block of transactions from the shards, in geth's order
+/// (effective tip, then admission order, each sender's nonces in order:
+/// `sluice_txpool::order`). Every shard offers up to a full block; what the
+/// block does not take goes back to the front of its shard, in its order.
+pub(super) async fn take_block(shards: &[MailboxSender<ShardMsg>], s: &ProducerSettings) -> Vec<RecoveredTx> {
+    let budget = BlockBudget { max_txs: s.max_block_txs, gas: s.block_gas_limit, bytes: s.max_block_bytes };
+    // Asked all at once: each shard answers on its own thread.
+    let mut asked = Vec::with_capacity(shards.len());
+    for shard in shards {
         let (reply, rx) = oneshot::channel();
-        let take = ShardMsg::Take { max_txs: room, gas_budget: gas, max_bytes: bytes, reply };
-        if shard.send(take).await.is_err() {
-            continue;
-        }
-        if let Ok(got) = rx.await {
-            for tx in &got {
-                gas -= tx.gas_limit();
-                bytes -= tx.raw.len();
-            }
-            txs.extend(got);
-        }
+        let take = ShardMsg::Take {
+            max_txs: budget.max_txs,
+            gas_budget: budget.gas,
+            max_bytes: budget.bytes,
+            reply,
+        };
+        asked.push(match shard.send(take).await {
+            Ok(()) => Some(rx),
+            Err(_) => None,
+        });
     }
-    txs
+    let mut offered = Vec::with_capacity(shards.len());
+    for rx in asked {
+        offered.push(match rx {
+            Some(rx) => rx.await.unwrap_or_default(),
+            None => Vec::new(),
+        });
+    }
+    let Selection { block, leftovers } = select(offered, budget, s.base_fee);
+    for (shard, txs) in shards.iter().zip(leftovers) {
+        restore(shard, txs).await;
+    }
+    block
 }
 
-/// Puts transactions back at the front of their senders' shards, in order
-/// (each shard's share keeps block order, which is its nonce order).
-/// Waits for room: a shard never waits on the producer, so this ends.
+/// Puts a shard's transactions back at its front, in their order. Waits
+/// for room: a shard never waits on the producer, so this ends.
+async fn restore(shard: &MailboxSender<ShardMsg>, txs: Vec<Pooled>) {
+    if txs.is_empty() {
+        return;
+    }
+    let n = txs.len();
+    if shard.send(ShardMsg::Restore { txs }).await.is_err() {
+        tracing::error!(n, "mempool shard stopped; restored transactions lost");
+    }
+}
+
+/// Puts a block's transactions back at the front of their senders'
+/// shards (a proposal that lost its view, a block nobody wants): numbered
+/// by their block position, below every admitted number, so the next block
+/// takes them first, in their order.
 pub(super) async fn restore_to_shards(shards: &[MailboxSender<ShardMsg>], txs: Vec<RecoveredTx>) {
     if shards.is_empty() || txs.is_empty() {
         return;
     }
-    let mut split: Vec<Vec<RecoveredTx>> = vec![Vec::new(); shards.len()];
-    for tx in txs {
-        split[NonceActor::shard_of(&tx.sender, shards.len())].push(tx);
+    let mut split: Vec<Vec<Pooled>> = vec![Vec::new(); shards.len()];
+    for (seq, tx) in txs.into_iter().enumerate() {
+        let seq = (seq as u64).min(RESTORED_SEQ_LIMIT - 1);
+        split[NonceActor::shard_of(&tx.sender, shards.len())].push(Pooled { seq, tx });
     }
     for (shard, txs) in shards.iter().zip(split) {
-        if txs.is_empty() {
-            continue;
-        }
-        let n = txs.len();
-        if shard.send(ShardMsg::Restore { txs }).await.is_err() {
-            tracing::error!(n, "mempool shard stopped; restored transactions lost");
-        }
+        restore(shard, txs).await;
     }
 }
 

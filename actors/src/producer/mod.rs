@@ -23,8 +23,9 @@
 //!   hands back those of a proposal that lost its view (`Restore`).
 //!
 //! Each block takes at most `max_block_txs` transactions, `block_gas_limit`
-//! of gas (counted by gas limit) and `max_block_bytes` of raw transactions;
-//! shards are visited from a rotating start so none is starved.
+//! of gas (counted by gas limit) and `max_block_bytes` of raw transactions,
+//! in geth's order: effective tip, then admission order across senders,
+//! each sender's nonces in order (`build::take_block`).
 //!
 //! Faults strike when a timer-mode seal begins (on a tick, the idle timer
 //! or a wake-up, never a back-to-back seal or the shutdown flush). A
@@ -88,7 +89,6 @@ pub struct Producer {
     /// The block the next timer-mode seal builds on (moves only once a
     /// block is handed to preparation).
     parent: Parent,
-    next_shard: usize,
     last_sealed: Option<Instant>,
     policy: SealPolicy,
     /// The waiting build request (on-request mode).
@@ -125,7 +125,6 @@ impl Producer {
             prepare,
             counters,
             parent,
-            next_shard: 0,
             last_sealed: None,
             policy,
             request: None,
@@ -219,15 +218,13 @@ impl Producer {
     fn seal(&mut self, ctx: &mut Context<Self>, fill: Fill) {
         let start = Instant::now();
         let shards = self.shards.clone();
-        let first = self.next_shard;
-        self.next_shard = (self.next_shard + 1) % shards.len().max(1);
         let settings = self.settings.clone();
         let prepare = self.prepare.clone();
         let parent = self.parent;
         // Contained: this future runs outside any handler body, and a panic
         // in it would take the light arbiter (nonce, shards) down with it.
         let fut = Contained::new(async move {
-            let txs = build::take_block(&shards, first, &settings).await;
+            let txs = build::take_block(&shards, &settings).await;
             if txs.is_empty() && fill == Fill::TxsOnly {
                 return None;
             }

@@ -90,11 +90,9 @@ impl Producer {
         };
         let start = Instant::now();
         let shards = self.shards.clone();
-        let first = self.next_shard;
-        self.next_shard = (self.next_shard + 1) % shards.len().max(1);
         let settings = self.settings.clone();
         let fut = Contained::new(async move {
-            let txs = build::take_block(&shards, first, &settings).await;
+            let txs = build::take_block(&shards, &settings).await;
             let Request { parent, timestamp, state_ref, reply } = request;
             let block = Arc::new(build::build_block(&parent, &settings, &txs, timestamp, state_ref));
             let number = block.header.number;

@@ -85,6 +85,7 @@ pub mod sequential;
 pub mod stats;
 pub mod testing;
 pub mod trace;
+mod trace_geth;
 pub mod trace_limits;
 
 use alloy_primitives::B256;

@@ -12,7 +12,10 @@
 use std::cell::RefCell;
 
 use alloy_primitives::{Address, B256, U256};
-use alloy_rpc_types_trace::geth::{GethDebugTracingOptions, GethTrace};
+use alloy_rpc_types_trace::geth::{
+    GethDebugBuiltInTracerType, GethDebugTracerType, GethDebugTracingOptions, GethTrace, PreStateFrame,
+    PreStateMode,
+};
 use revm::{
     context::{BlockEnv, CfgEnv, Context, TxEnv},
     context_interface::result::EVMError,
@@ -28,6 +31,7 @@ use crate::{
     db::DbError,
     env::{block_env, cfg_env, tx_env},
     overlay::BlockState,
+    trace_geth::{self, TxLookups},
     trace_limits::{Budget, TraceLimits},
     ExecConfig, ExecError,
 };
@@ -162,7 +166,8 @@ fn traced(
     if budget.expired() {
         return Err(stopped(budget));
     }
-    let mut inspector = DebugInspector::new(opts).map_err(|e| ExecError::InvalidCall(e.to_string()))?;
+    let mut inspector =
+        DebugInspector::new(opts.clone()).map_err(|e| ExecError::InvalidCall(e.to_string()))?;
     let res = {
         let mut evm = Context::mainnet()
             .with_db(&mut *db)
@@ -182,9 +187,26 @@ fn traced(
         }
     };
     let mut reader = RefDb(RefCell::new(db));
-    inspector
+    let prestate = match &opts.tracer {
+        Some(GethDebugTracerType::BuiltInTracer(GethDebugBuiltInTracerType::PreStateTracer)) => {
+            let cfg = opts.tracer_config.clone().into_pre_state_config().unwrap_or_default();
+            (!cfg.is_diff_mode()).then(|| cfg.code_enabled())
+        }
+        _ => None,
+    };
+    let mut trace = inspector
         .get_result(ctx, &tx, &block, &res, &mut reader)
-        .map_err(|e| ExecError::InvalidCall(format!("tracing failed: {e}")))
+        .map_err(|e| ExecError::InvalidCall(format!("tracing failed: {e}")))?;
+    match &mut trace {
+        GethTrace::Default(frame) => trace_geth::geth_struct_log_errors(frame),
+        GethTrace::PreStateTracer(PreStateFrame::Default(PreStateMode(pre))) => {
+            let lookups =
+                TxLookups { from: tx.caller, to: tx.kind.to().copied(), coinbase: block.beneficiary };
+            trace_geth::complete_prestate(pre, &res.state, lookups, prestate.unwrap_or(true), &reader)?;
+        }
+        _ => {}
+    }
+    Ok(trace)
 }
 
 /// The error of a trace `budget` stopped.

@@ -107,3 +107,76 @@ fn traces_are_bounded_in_time_and_output() {
     assert_eq!(ok["failed"], false, "{ok}");
     assert!(node.call("eth_blockNumber", json!([])).is_ok());
 }
+
+#[test]
+fn prestate_reports_every_account_looked_up_as_geth_does() {
+    let node = TestNode::start(&[], &["--block-time-ms", "50"]);
+    let sender = dev(0);
+    let prestate = |hash: &alloy_primitives::B256, diff: bool| {
+        node.ok(
+            "debug_traceTransaction",
+            json!([hash, {"tracer": "prestateTracer", "tracerConfig": {"diffMode": diff}}]),
+        )
+    };
+    // A transfer to an account that does not exist yet: geth looks up
+    // sender, recipient and coinbase at the start of every transaction
+    // (OnTxStart in eth/tracers/native/prestate.go), so the recipient is
+    // there as it was: empty.
+    let fresh = random_signer().address();
+    let hash = node.send(&transfer(&sender, 0, fresh, 5)).unwrap();
+    let r = node.receipt(&hash);
+    let block = node.ok("eth_getBlockByHash", json!([r["blockHash"], false]));
+    let pre = prestate(&hash, false);
+    assert_eq!(pre[fresh.to_string().to_lowercase()], json!({"balance": "0x0"}), "{pre}");
+    assert!(pre.get(sender.address().to_string().to_lowercase()).is_some(), "{pre}");
+    let miner = block["miner"].as_str().unwrap().to_lowercase();
+    assert!(pre.get(&miner).is_some(), "the coinbase {miner}: {pre}");
+    // diffMode keeps what changed: the recipient from 0 to 5.
+    let diff = prestate(&hash, true);
+    assert_eq!(diff["pre"][fresh.to_string().to_lowercase()], json!({"balance": "0x0"}), "{diff}");
+    assert_eq!(diff["post"][fresh.to_string().to_lowercase()], json!({"balance": "0x5"}), "{diff}");
+
+    // Nothing sent to an empty account: looked up, so in the prestate;
+    // unchanged, so not in the diff.
+    let empty = random_signer().address();
+    let hash = node.send(&transfer(&sender, 1, empty, 0)).unwrap();
+    node.receipt(&hash);
+    let key = empty.to_string().to_lowercase();
+    assert_eq!(prestate(&hash, false)[&key], json!({"balance": "0x0"}));
+    let diff = prestate(&hash, true);
+    assert!(diff["pre"].get(&key).is_none() && diff["post"].get(&key).is_none(), "{diff}");
+
+    // A creation: the created account was empty before, so geth drops it.
+    let hash =
+        node.send(&eip1559(&sender, 2, TxKind::Create, U256::ZERO, counter_initcode(), 200_000)).unwrap();
+    let created = node.receipt(&hash)["contractAddress"].as_str().unwrap().to_lowercase();
+    let pre = prestate(&hash, false);
+    assert!(pre.get(&created).is_none(), "{pre}");
+}
+
+#[test]
+fn the_struct_logger_words_errors_as_geth() {
+    let node = TestNode::start(&[], &["--block-time-ms", "50"]);
+    let owner = dev(0);
+    let r = node.receipt(
+        &node.send(&eip1559(&owner, 0, TxKind::Create, U256::ZERO, counter_initcode(), 200_000)).unwrap(),
+    );
+    let counter: Address = r["contractAddress"].as_str().unwrap().parse().unwrap();
+    let error_of = |hash: &alloy_primitives::B256| {
+        let t = node.ok("debug_traceTransaction", json!([hash]));
+        assert_eq!(t["failed"], true, "{t}");
+        let logs = t["structLogs"].as_array().unwrap().clone();
+        logs.iter().filter_map(|l| l.get("error").cloned()).collect::<Vec<_>>()
+    };
+    // Gas for the call's intrinsic cost and a little: the counter's
+    // storage write runs out (geth: "out of gas").
+    let hash =
+        node.send(&eip1559(&owner, 1, TxKind::Call(counter), U256::ZERO, Bytes::new(), 23_000)).unwrap();
+    assert_eq!(node.receipt(&hash)["status"], "0x0");
+    assert_eq!(error_of(&hash), vec![json!("out of gas")]);
+    // Init code that is the designated invalid instruction (0xfe).
+    let hash =
+        node.send(&eip1559(&owner, 2, TxKind::Create, U256::ZERO, Bytes::from(vec![0xfe]), 100_000)).unwrap();
+    assert_eq!(node.receipt(&hash)["status"], "0x0");
+    assert_eq!(error_of(&hash), vec![json!("invalid opcode: INVALID")]);
+}

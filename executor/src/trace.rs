@@ -13,8 +13,7 @@ use std::cell::RefCell;
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_rpc_types_trace::geth::{
-    GethDebugBuiltInTracerType, GethDebugTracerType, GethDebugTracingOptions, GethTrace, PreStateFrame,
-    PreStateMode,
+    GethDebugBuiltInTracerType, GethDebugTracerType, GethDebugTracingOptions, GethTrace,
 };
 use revm::{
     context::{BlockEnv, CfgEnv, Context, TxEnv},
@@ -31,7 +30,7 @@ use crate::{
     db::DbError,
     env::{block_env, cfg_env, tx_env},
     overlay::BlockState,
-    trace_geth::{self, TxLookups},
+    trace_geth::{self, PrestateOptions, TxLookups},
     trace_limits::{Budget, TraceLimits},
     ExecConfig, ExecError,
 };
@@ -166,8 +165,14 @@ fn traced(
     if budget.expired() {
         return Err(stopped(budget));
     }
-    let mut inspector =
-        DebugInspector::new(opts.clone()).map_err(|e| ExecError::InvalidCall(e.to_string()))?;
+    // What revm-inspectors does not read of a prestateTracer's options.
+    let prestate = match &opts.tracer {
+        Some(GethDebugTracerType::BuiltInTracer(GethDebugBuiltInTracerType::PreStateTracer)) => {
+            Some(PrestateOptions::from_config(&opts.tracer_config.0).map_err(ExecError::InvalidCall)?)
+        }
+        _ => None,
+    };
+    let mut inspector = DebugInspector::new(opts).map_err(|e| ExecError::InvalidCall(e.to_string()))?;
     let res = {
         let mut evm = Context::mainnet()
             .with_db(&mut *db)
@@ -187,22 +192,15 @@ fn traced(
         }
     };
     let mut reader = RefDb(RefCell::new(db));
-    let prestate = match &opts.tracer {
-        Some(GethDebugTracerType::BuiltInTracer(GethDebugBuiltInTracerType::PreStateTracer)) => {
-            let cfg = opts.tracer_config.clone().into_pre_state_config().unwrap_or_default();
-            (!cfg.is_diff_mode()).then(|| cfg.code_enabled())
-        }
-        _ => None,
-    };
     let mut trace = inspector
         .get_result(ctx, &tx, &block, &res, &mut reader)
         .map_err(|e| ExecError::InvalidCall(format!("tracing failed: {e}")))?;
     match &mut trace {
         GethTrace::Default(frame) => trace_geth::geth_struct_log_errors(frame),
-        GethTrace::PreStateTracer(PreStateFrame::Default(PreStateMode(pre))) => {
+        GethTrace::PreStateTracer(frame) => {
             let lookups =
                 TxLookups { from: tx.caller, to: tx.kind.to().copied(), coinbase: block.beneficiary };
-            trace_geth::complete_prestate(pre, &res.state, lookups, prestate.unwrap_or(true), &reader)?;
+            trace_geth::geth_prestate(frame, &res.state, lookups, prestate.unwrap_or_default(), &reader)?;
         }
         _ => {}
     }

@@ -2,10 +2,8 @@
 //! they answer: the accounts `prestateTracer` reports, and the struct
 //! logger's error strings. Each rule names the geth source it follows.
 
-use std::collections::BTreeMap;
-
 use alloy_primitives::{Address, KECCAK256_EMPTY};
-use alloy_rpc_types_trace::geth::{AccountState, DefaultFrame, StructLog};
+use alloy_rpc_types_trace::geth::{AccountState, DefaultFrame, PreStateFrame, PreStateMode, StructLog};
 use revm::{bytecode::opcode::OpCode, state::EvmState, DatabaseRef};
 
 /// The accounts geth's `prestateTracer` looks up besides those execution
@@ -22,34 +20,78 @@ pub(crate) struct TxLookups {
     pub(crate) coinbase: Address,
 }
 
-/// geth's `prestateTracer` without `diffMode` reports every account it
-/// looked up, as it was before the transaction, even an empty one (as
-/// `{"balance": "0x0"}`): the sender, recipient and coinbase at its start,
-/// then each account execution reached (`lookupAccount` in
-/// `eth/tracers/native/prestate.go`); it drops only an account the
-/// transaction created that was empty before (`OnTxEnd`). revm-inspectors
-/// leaves out every account that was empty before; this puts back the
-/// looked-up ones and the touched ones that were not created.
-pub(crate) fn complete_prestate<DB: DatabaseRef>(
-    pre: &mut BTreeMap<Address, AccountState>,
+/// The `prestateTracer` options revm-inspectors does not read.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PrestateOptions {
+    /// geth's `includeEmpty`: also report accounts that were empty.
+    pub(crate) include_empty: bool,
+    /// Code in the output (`disableCode` not set).
+    pub(crate) code_enabled: bool,
+}
+
+impl PrestateOptions {
+    /// Reads them from a `prestateTracer`'s `tracerConfig`; geth refuses
+    /// `includeEmpty` with `diffMode` (`newPrestateTracer`).
+    pub(crate) fn from_config(config: &serde_json::Value) -> Result<PrestateOptions, String> {
+        let flag = |name: &str| config.get(name).and_then(serde_json::Value::as_bool).unwrap_or(false);
+        if flag("diffMode") && flag("includeEmpty") {
+            return Err("cannot use diffMode with includeEmpty".into());
+        }
+        Ok(PrestateOptions { include_empty: flag("includeEmpty"), code_enabled: !flag("disableCode") })
+    }
+}
+
+/// Whether `addr` was empty before the transaction (geth's `!exists()`:
+/// no balance, nonce or code).
+fn was_empty<DB: DatabaseRef>(db: &DB, addr: Address) -> Result<bool, DB::Error> {
+    let info = db.basic_ref(addr)?.unwrap_or_default();
+    Ok(info.balance.is_zero() && info.nonce == 0 && info.code_hash == KECCAK256_EMPTY)
+}
+
+/// geth's `prestateTracer` rules where revm-inspectors departs from them
+/// (`eth/tracers/native/prestate.go`, geth 1.16): accounts that were empty
+/// before the transaction are left out of `pre` in both modes (`OnTxEnd`),
+/// unless `includeEmpty` asks for every account looked up (the sender,
+/// recipient and coinbase at the start, `OnTxStart`, then each account
+/// execution reached). revm-inspectors keeps an empty-before account in
+/// a diff's `pre` (`{"balance": "0x0"}`) and has no `includeEmpty`.
+pub(crate) fn geth_prestate<DB: DatabaseRef>(
+    frame: &mut PreStateFrame,
     state: &EvmState,
     lookups: TxLookups,
-    code_enabled: bool,
+    opts: PrestateOptions,
     db: &DB,
 ) -> Result<(), DB::Error> {
-    let touched = state.iter().filter(|(_, a)| a.is_touched() && !a.is_created()).map(|(addr, _)| *addr);
-    let fixed = [Some(lookups.from), lookups.to, Some(lookups.coinbase)];
-    for addr in fixed.into_iter().flatten().chain(touched) {
-        if pre.contains_key(&addr) {
-            continue;
+    match frame {
+        PreStateFrame::Diff(diff) => {
+            let mut empty = Vec::new();
+            for addr in diff.pre.keys() {
+                if was_empty(db, *addr)? {
+                    empty.push(*addr);
+                }
+            }
+            for addr in empty {
+                diff.pre.remove(&addr);
+            }
         }
-        let info = db.basic_ref(addr)?.unwrap_or_default();
-        let code = if code_enabled && info.code_hash != KECCAK256_EMPTY {
-            Some(db.code_by_hash_ref(info.code_hash)?.original_bytes())
-        } else {
-            None
-        };
-        pre.insert(addr, AccountState::from_account_info(info.nonce, info.balance, code));
+        PreStateFrame::Default(PreStateMode(pre)) if opts.include_empty => {
+            let touched =
+                state.iter().filter(|(_, a)| a.is_touched() && !a.is_created()).map(|(addr, _)| *addr);
+            let fixed = [Some(lookups.from), lookups.to, Some(lookups.coinbase)];
+            for addr in fixed.into_iter().flatten().chain(touched) {
+                if pre.contains_key(&addr) {
+                    continue;
+                }
+                let info = db.basic_ref(addr)?.unwrap_or_default();
+                let code = if opts.code_enabled && info.code_hash != KECCAK256_EMPTY {
+                    Some(db.code_by_hash_ref(info.code_hash)?.original_bytes())
+                } else {
+                    None
+                };
+                pre.insert(addr, AccountState::from_account_info(info.nonce, info.balance, code));
+            }
+        }
+        PreStateFrame::Default(_) => {}
     }
     Ok(())
 }

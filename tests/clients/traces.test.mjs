@@ -81,19 +81,30 @@ function withoutCoinbase(trace) {
  * on sluice's side against geth's rule:
  * - callTracer's top call: geth reports the transaction's gas limit as its
  *   `gas`; anvil the gas left after the intrinsic cost.
- * - prestateTracer (not diffMode): geth omits accounts that were empty
- *   before the transaction (revm-inspectors 0.44 does); anvil lists them
- *   with a zero balance.
+ * - prestateTracer: geth (1.16, go-ethereum#31855) omits accounts that
+ *   were empty before the transaction, in both modes, unless asked with
+ *   `includeEmpty`; anvil lists them with a zero balance (and in diffMode
+ *   so does revm-inspectors 0.44, which sluice corrects).
  */
 function normalize(name, sluice, anvil, gasLimit) {
   if (name.startsWith("callTracer")) {
     assert.equal(BigInt(sluice.gas), gasLimit, `${name}: the top call's gas is the transaction's gas limit (geth)`);
     return [{ ...sluice, gas: undefined }, { ...anvil, gas: undefined }];
   }
+  // Empty before: no balance, nonce or code (its slots, if listed, all zero).
+  const empty = (a) =>
+    BigInt(a.balance ?? 0) === 0n && !a.nonce && !a.code && Object.values(a.storage ?? {}).every((v) => BigInt(v) === 0n);
+  const noEmpty = (state, what) => {
+    for (const [addr, a] of Object.entries(state)) assert.ok(!empty(a), `${what}: ${addr} was empty before; geth omits it`);
+  };
+  const dropEmpty = (state) => Object.fromEntries(Object.entries(state).filter(([, a]) => !empty(a)));
   if (name === "prestateTracer") {
-    const empty = (a) => BigInt(a.balance ?? 0) === 0n && !a.nonce && !a.code;
-    for (const [addr, a] of Object.entries(sluice)) assert.ok(!empty(a), `${name}: ${addr} was empty before; geth omits it`);
-    return [sluice, Object.fromEntries(Object.entries(anvil).filter(([, a]) => !empty(a)))];
+    noEmpty(sluice, name);
+    return [sluice, dropEmpty(anvil)];
+  }
+  if (name === "prestateTracer diffMode") {
+    noEmpty(sluice.pre, name);
+    return [sluice, { ...anvil, pre: dropEmpty(anvil.pre) }];
   }
   return [sluice, anvil];
 }

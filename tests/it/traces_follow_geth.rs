@@ -108,50 +108,58 @@ fn traces_are_bounded_in_time_and_output() {
     assert!(node.call("eth_blockNumber", json!([])).is_ok());
 }
 
+/// geth 1.16's `prestateTracer` (`eth/tracers/native/prestate.go`, since
+/// go-ethereum#31855): accounts that were empty before the transaction are
+/// left out, in both modes, unless `includeEmpty` asks for every account
+/// looked up (sender, recipient and coinbase at the start of the
+/// transaction, then each one execution reaches), as `{"balance": "0x0"}`.
 #[test]
-fn prestate_reports_every_account_looked_up_as_geth_does() {
+fn prestate_leaves_out_empty_accounts_unless_asked_as_geth_does() {
     let node = TestNode::start(&[], &["--block-time-ms", "50"]);
     let sender = dev(0);
-    let prestate = |hash: &alloy_primitives::B256, diff: bool| {
-        node.ok(
-            "debug_traceTransaction",
-            json!([hash, {"tracer": "prestateTracer", "tracerConfig": {"diffMode": diff}}]),
-        )
+    let prestate = |hash: &alloy_primitives::B256, config: serde_json::Value| {
+        node.ok("debug_traceTransaction", json!([hash, {"tracer": "prestateTracer", "tracerConfig": config}]))
     };
-    // A transfer to an account that does not exist yet: geth looks up
-    // sender, recipient and coinbase at the start of every transaction
-    // (OnTxStart in eth/tracers/native/prestate.go), so the recipient is
-    // there as it was: empty.
+    let key = |a: Address| a.to_string().to_lowercase();
+    // A transfer to an account that does not exist yet.
     let fresh = random_signer().address();
     let hash = node.send(&transfer(&sender, 0, fresh, 5)).unwrap();
     let r = node.receipt(&hash);
+    let pre = prestate(&hash, json!({}));
+    assert!(pre.get(key(fresh)).is_none(), "empty before: left out {pre}");
+    assert!(pre.get(key(sender.address())).is_some(), "{pre}");
+    let all = prestate(&hash, json!({"includeEmpty": true}));
+    assert_eq!(all[key(fresh)], json!({"balance": "0x0"}), "{all}");
     let block = node.ok("eth_getBlockByHash", json!([r["blockHash"], false]));
-    let pre = prestate(&hash, false);
-    assert_eq!(pre[fresh.to_string().to_lowercase()], json!({"balance": "0x0"}), "{pre}");
-    assert!(pre.get(sender.address().to_string().to_lowercase()).is_some(), "{pre}");
     let miner = block["miner"].as_str().unwrap().to_lowercase();
-    assert!(pre.get(&miner).is_some(), "the coinbase {miner}: {pre}");
-    // diffMode keeps what changed: the recipient from 0 to 5.
-    let diff = prestate(&hash, true);
-    assert_eq!(diff["pre"][fresh.to_string().to_lowercase()], json!({"balance": "0x0"}), "{diff}");
-    assert_eq!(diff["post"][fresh.to_string().to_lowercase()], json!({"balance": "0x5"}), "{diff}");
+    assert!(all.get(&miner).is_some(), "the coinbase {miner} is looked up: {all}");
+    let diff = prestate(&hash, json!({"diffMode": true}));
+    assert!(diff["pre"].get(key(fresh)).is_none(), "empty before: not in pre {diff}");
+    assert_eq!(diff["post"][key(fresh)], json!({"balance": "0x5"}), "{diff}");
+    let refused = node
+        .call("debug_traceTransaction", json!([hash, {"tracer": "prestateTracer", "tracerConfig": {"diffMode": true, "includeEmpty": true}}]))
+        .expect_err("geth refuses the pair");
+    assert!(
+        refused["message"].as_str().unwrap().contains("cannot use diffMode with includeEmpty"),
+        "{refused}"
+    );
 
-    // Nothing sent to an empty account: looked up, so in the prestate;
-    // unchanged, so not in the diff.
+    // Nothing sent to an empty account: looked up, empty, unchanged.
     let empty = random_signer().address();
     let hash = node.send(&transfer(&sender, 1, empty, 0)).unwrap();
     node.receipt(&hash);
-    let key = empty.to_string().to_lowercase();
-    assert_eq!(prestate(&hash, false)[&key], json!({"balance": "0x0"}));
-    let diff = prestate(&hash, true);
-    assert!(diff["pre"].get(&key).is_none() && diff["post"].get(&key).is_none(), "{diff}");
+    assert!(prestate(&hash, json!({})).get(key(empty)).is_none());
+    assert_eq!(prestate(&hash, json!({"includeEmpty": true}))[key(empty)], json!({"balance": "0x0"}));
+    let diff = prestate(&hash, json!({"diffMode": true}));
+    assert!(diff["pre"].get(key(empty)).is_none() && diff["post"].get(key(empty)).is_none(), "{diff}");
 
-    // A creation: the created account was empty before, so geth drops it.
+    // A creation: the created account was empty before.
     let hash =
         node.send(&eip1559(&sender, 2, TxKind::Create, U256::ZERO, counter_initcode(), 200_000)).unwrap();
     let created = node.receipt(&hash)["contractAddress"].as_str().unwrap().to_lowercase();
-    let pre = prestate(&hash, false);
-    assert!(pre.get(&created).is_none(), "{pre}");
+    assert!(prestate(&hash, json!({"includeEmpty": true})).get(&created).is_none());
+    let diff = prestate(&hash, json!({"diffMode": true}));
+    assert!(diff["pre"].get(&created).is_none() && diff["post"].get(&created).is_some(), "{diff}");
 }
 
 #[test]

@@ -6,8 +6,8 @@
 #                                        pinned clients if needed, run all
 #   SUITE_SLUICE_BIN=path/to/sluice bash ...  use that binary, do not build
 #   (not SLUICE_*: the node reads every SLUICE_* variable as configuration)
-#   bash tests/clients/run.sh ethers     only some clients (cast forge traces schema ethers viem
-#                                        web3py artifact)
+#   bash tests/clients/run.sh ethers     only some clients (cast forge traces differential schema
+#                                        ethers viem web3py artifact)
 #
 # Needs node (>= 20), npm, python3 (>= 3.9, with venv), pip and chromium
 # (/usr/bin/chromium, or SUITE_CHROMIUM); everything
@@ -23,7 +23,7 @@ cd "$(dirname "$0")"
 HERE=$(pwd)
 ROOT=$(cd ../.. && pwd)
 CLIENTS=("$@")
-[ ${#CLIENTS[@]} -eq 0 ] && CLIENTS=(artifact cast forge traces schema ethers viem browser web3py)
+[ ${#CLIENTS[@]} -eq 0 ] && CLIENTS=(artifact cast forge traces differential schema ethers viem browser web3py)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-clients.XXXXXX")
 RESULTS="$WORK/results"
@@ -71,9 +71,9 @@ need_js=0
 need_py=0
 for c in "${CLIENTS[@]}"; do
   case "$c" in
-    artifact | cast | forge | traces | schema | ethers | viem | browser) need_js=1 ;;
+    artifact | cast | forge | traces | differential | schema | ethers | viem | browser) need_js=1 ;;
     web3py) need_py=1 ;;
-    *) echo "unknown client $c (cast forge traces schema ethers viem browser web3py artifact)"; exit 2 ;;
+    *) echo "unknown client $c (cast forge traces differential schema ethers viem browser web3py artifact)"; exit 2 ;;
   esac
 done
 if [ $need_js = 1 ] && ! install_js; then record FAIL "install: npm ci"; need_js=failed; fi
@@ -176,6 +176,7 @@ for c in "${CLIENTS[@]}"; do
     cast) run_js cast cast.test.mjs ;;
     forge) run_js forge forge.test.mjs ;;
     traces) run_js traces traces.test.mjs ;;
+    differential) run_js differential differential.test.mjs ;;
     schema) run_js schema schema.test.mjs ;;
     ethers) run_js ethers ethers.test.mjs ;;
     viem) run_js viem viem.test.mjs ;;

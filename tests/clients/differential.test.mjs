@@ -116,7 +116,7 @@ async function compare(label, txs, addresses, contracts) {
   }
 }
 
-test("a deploy script's batch: transfers, a deployment, calls to it from five other senders, reverts, out of gas", async () => {
+test("a deploy script's batch: transfers, a deployment, calls to it from five other senders, reverts, out of gas, an EIP-7702 delegation", async () => {
   const txs = [];
   const fresh = [];
   // 25 transfers from accounts 1-5, to fresh accounts.
@@ -133,9 +133,17 @@ test("a deploy script's batch: transfers, a deployment, calls to it from five ot
   for (let n = 0; n < 4; n++) for (let from = 1; from <= 5; from++) txs.push(await call(from, at, "bump"));
   txs.push(await call(1, at, "fail"), await call(2, at, "fail"));
   txs.push(await call(3, at, "fill", [40n], 60_000n));
-  await compare("deploy script", txs, [...ADDRS, ...fresh, at], [{ at, holders: ADDRS }]);
+  // EIP-7702: account 4 delegates to the counter (its authorization signed
+  // for its nonce after its transfers), carried and called by account 5.
+  const auth = await wallets[4].authorize({ address: at, nonce: nonces[4]++, chainId: CHAIN_ID });
+  txs.push(await sign(5, { type: 4, to: ADDRS[4], authorizationList: [auth], data: abi.encodeFunctionData("bump") }));
+  await compare("deploy script", txs, [...ADDRS, ...fresh, at], [{ at, holders: ADDRS }, { at: ADDRS[4], holders: ADDRS }]);
   const count = await rpc("eth_call", [{ to: at, data: abi.encodeFunctionData("count") }, "latest"], RPC_URL);
   assert.equal(BigInt(count), 20n, "every call counted");
+  // The delegation took effect on both (not merely failed the same way).
+  assert.equal(await rpc("eth_getCode", [ADDRS[4], "latest"], RPC_URL), `0xef0100${at.slice(2).toLowerCase()}`);
+  const own4 = await rpc("eth_call", [{ to: ADDRS[4], data: abi.encodeFunctionData("count") }, "latest"], RPC_URL);
+  assert.equal(BigInt(own4), 1n, "the delegated account counted its own bump");
 });
 
 test("a randomized batch: several senders, deploy then call in one block, storage, reverts, logs, fresh recipients", async () => {

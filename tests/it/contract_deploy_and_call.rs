@@ -74,3 +74,41 @@ fn deploy_call_storage_logs_and_revert() {
     let other = node.ok("eth_getLogs", json!([{"fromBlock": "0x0", "address": [random_signer().address()]}]));
     assert!(other.as_array().unwrap().is_empty());
 }
+
+/// A creation's receipt carries its contract address the first time any
+/// method serves it: polled as fast as the node answers from the moment
+/// the deployments are sent, by hash and in its block's receipts.
+#[test]
+fn a_creation_receipt_is_complete_the_first_time_it_is_served() {
+    let node = TestNode::start(&[], &["--block-time-ms", "20"]);
+    let owner = dev(0);
+    for round in 0..5u64 {
+        let first = node.nonce(owner.address(), "pending");
+        let raws: Vec<Bytes> = (0..4)
+            .map(|i| eip1559(&owner, first + i, TxKind::Create, U256::ZERO, counter_initcode(), 200_000))
+            .collect();
+        let hashes: Vec<B256> = node
+            .send_batch(&raws)
+            .iter()
+            .map(|a| a["result"].as_str().unwrap_or_else(|| panic!("refused: {a}")).parse().unwrap())
+            .collect();
+        let mut pending: Vec<usize> = (0..hashes.len()).collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !pending.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "round {round}: no receipts for {pending:?}");
+            pending.retain(|&i| {
+                let r = node.ok("eth_getTransactionReceipt", json!([hashes[i]]));
+                if r.is_null() {
+                    return true;
+                }
+                let want = json!(owner.address().create(first + i as u64));
+                assert_eq!(r["status"], "0x1", "round {round} #{i}: {r}");
+                assert_eq!(r["contractAddress"], want, "round {round} #{i}: {r}");
+                let block = node.ok("eth_getBlockReceipts", json!([r["blockHash"]]));
+                let at = parse_u64(&r["transactionIndex"]) as usize;
+                assert_eq!(block[at]["contractAddress"], want, "round {round} #{i} in its block: {block}");
+                false
+            });
+        }
+    }
+}

@@ -462,6 +462,9 @@ def consensus():
          [t(rate("sluice_consensus_empty_proposals_total", by="reason"), "{{reason}}")], BLOCKPS, w=8)
     d.panel("stat", "Peers connected", "Other validators this one is connected to.",
             [t(f"sluice_consensus_peers_connected{sel()}", "peers")], "none", w=8, h=6)
+    d.ts("Evidence of equivocation", "Conflicting votes a validator signed, verified by simplex and "
+         "logged at warn with the proof (both signed votes): any non-zero value is a faulty or malicious "
+         "validator.", [t(rate("sluice_consensus_evidence_total", by="kind"), "{{kind}}")], "cps", w=8, h=6)
     d.ts("Verified and committed height", "The highest height whose app hash a finalized block's state "
          "reference confirmed, against the committed height.",
          [t(f"sluice_verified_height{sel()}", "verified"), t(height("committed"), "committed")],

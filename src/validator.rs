@@ -135,6 +135,7 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
             leader: Duration::from_millis(c.leader_timeout_ms),
             certification: Duration::from_millis(c.certification_timeout_ms),
             retry: Duration::from_millis(c.timeout_retry_ms),
+            skip: Duration::from_millis(c.skip_timeout_ms),
             fetch: Duration::from_millis(c.fetch_timeout_ms),
         },
         max_exec_lag_blocks: c.max_exec_lag_blocks,

@@ -184,6 +184,7 @@ impl Default for Config {
                 leader_timeout_ms: 1000,
                 certification_timeout_ms: 2000,
                 timeout_retry_ms: 1000,
+                skip_timeout_ms: 2500,
                 fetch_timeout_ms: 2000,
                 max_exec_lag_blocks: 8,
                 max_pending_acks: 16,
@@ -362,10 +363,11 @@ impl Config {
                 "consensus.key_file is required with consensus.validators_file".into(),
             ));
         }
-        let positive: [(&str, u64); 9] = [
+        let positive: [(&str, u64); 10] = [
             ("consensus.leader_timeout_ms", c.leader_timeout_ms),
             ("consensus.certification_timeout_ms", c.certification_timeout_ms),
             ("consensus.timeout_retry_ms", c.timeout_retry_ms),
+            ("consensus.skip_timeout_ms", c.skip_timeout_ms),
             ("consensus.fetch_timeout_ms", c.fetch_timeout_ms),
             ("consensus.max_exec_lag_blocks", c.max_exec_lag_blocks),
             ("consensus.max_pending_acks", c.max_pending_acks as u64),
@@ -390,6 +392,15 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "consensus.certification_timeout_ms must exceed consensus.leader_timeout_ms".into(),
             ));
+        }
+        // Simplex refuses a skip timeout that a certification or a retry
+        // could outlast: a live leader would be skipped while it works.
+        if c.skip_timeout_ms <= c.certification_timeout_ms.max(c.timeout_retry_ms) {
+            return Err(ConfigError::Invalid(format!(
+                "consensus.skip_timeout_ms ({}) must exceed consensus.certification_timeout_ms ({}) and \
+                 consensus.timeout_retry_ms ({})",
+                c.skip_timeout_ms, c.certification_timeout_ms, c.timeout_retry_ms
+            )));
         }
         Ok(())
     }
@@ -459,20 +470,15 @@ mod tests {
         let key = ("SLUICE_CONSENSUS__KEY_FILE", "/x/key");
         let cfg = Config::load(None, set(&[key]), &Overrides::default()).unwrap();
         assert!(cfg.is_validator());
-        let err = Config::load(
-            None,
-            set(&[key, ("SLUICE_CONSENSUS__LEADER_TIMEOUT_MS", "100")]),
-            &Overrides::default(),
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("leader_timeout_ms"), "{err}");
-        let err = Config::load(
-            None,
-            set(&[key, ("SLUICE_CONSENSUS__MAX_PENDING_ACKS", "0")]),
-            &Overrides::default(),
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("max_pending_acks"), "{err}");
+        let refused = [
+            ("SLUICE_CONSENSUS__LEADER_TIMEOUT_MS", "100", "leader_timeout_ms"),
+            ("SLUICE_CONSENSUS__SKIP_TIMEOUT_MS", "2000", "skip_timeout_ms (2000) must exceed"),
+            ("SLUICE_CONSENSUS__MAX_PENDING_ACKS", "0", "max_pending_acks"),
+        ];
+        for (var, value, said) in refused {
+            let err = Config::load(None, set(&[key, (var, value)]), &Overrides::default()).unwrap_err();
+            assert!(err.to_string().contains(said), "{var}={value}: {err}");
+        }
         assert!(!Config::default().is_validator());
     }
 }

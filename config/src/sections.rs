@@ -278,6 +278,11 @@ pub struct ConsensusConfig {
     pub certification_timeout_ms: u64,
     /// How often a timed-out view is retried.
     pub timeout_retry_ms: u64,
+    /// A leader no vote has been seen from for this long, while a quorum
+    /// voted, has its views skipped at once instead of waiting out
+    /// `leader_timeout_ms` (greater than `certification_timeout_ms` and
+    /// `timeout_retry_ms`, as simplex requires).
+    pub skip_timeout_ms: u64,
     /// How long to wait for a block or certificate fetched from a peer.
     pub fetch_timeout_ms: u64,
     /// A proposal more than this many blocks ahead of this node's committed

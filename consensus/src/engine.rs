@@ -20,7 +20,7 @@ use commonware_consensus::{
     },
     simplex::{
         self,
-        config::{Floor, ForwardPolicy, SkipPolicy},
+        config::{Floor, ForwardPolicy, SkipBudget, SkipPolicy},
         elector::RoundRobin,
         scheme::ed25519,
     },
@@ -66,6 +66,9 @@ pub struct Timeouts {
     pub certification: Duration,
     /// How often to retry a view that timed out.
     pub retry: Duration,
+    /// A leader silent this long (while a quorum is not) is skipped at
+    /// once.
+    pub skip: Duration,
     /// How long to wait for a block or certificate fetched from a peer.
     pub fetch: Duration,
 }
@@ -287,7 +290,7 @@ where
             blocker,
             automaton: inline.clone(),
             relay: inline.clone(),
-            reporter: Observed::new(inline),
+            reporter: Observed::new(inline, setup.participants.clone()),
             track_historical_votes: false,
             strategy: Sequential,
             partition: format!("{prefix}-simplex"),
@@ -301,7 +304,7 @@ where
             certification_timeout: setup.timeouts.certification,
             timeout_retry: setup.timeouts.retry,
             view_retention: ViewDelta::new(10),
-            skip: SkipPolicy::Disabled,
+            skip: SkipPolicy::Enabled { timeout: setup.timeouts.skip, budget: SkipBudget::Participants },
             fetch_timeout: NZDuration!(setup.timeouts.fetch),
             fetch_retry_delay: Duration::from_millis(100),
             forward: ForwardPolicy::Disabled,

@@ -17,6 +17,11 @@ pub const VERIFY_TOTAL: &str = "sluice_consensus_verify_total";
 pub const REQUEUED_TXS: &str = "sluice_consensus_requeued_txs_total";
 /// Proposals made empty on purpose, by `reason` (exec_lag, lane).
 pub const EMPTY_PROPOSALS: &str = "sluice_consensus_empty_proposals_total";
+/// Evidence of equivocation simplex verified and reported, by `kind`
+/// (conflicting_notarize, conflicting_finalize, nullify_finalize).
+pub const EVIDENCE_TOTAL: &str = "sluice_consensus_evidence_total";
+/// The `kind` labels of [`EVIDENCE_TOTAL`].
+pub const EVIDENCE_KINDS: [&str; 3] = ["conflicting_notarize", "conflicting_finalize", "nullify_finalize"];
 /// Validators this one is connected to.
 pub const PEERS: &str = "sluice_consensus_peers_connected";
 /// Highest height whose app hash a finalized reference confirmed.
@@ -31,6 +36,7 @@ pub fn describe() {
     metrics::describe_counter!(VERIFY_TOTAL, "Verify verdicts on proposals");
     metrics::describe_counter!(REQUEUED_TXS, "Transactions put back after a proposal lost its height");
     metrics::describe_counter!(EMPTY_PROPOSALS, "Proposals made empty on purpose");
+    metrics::describe_counter!(EVIDENCE_TOTAL, "Conflicting votes seen, by kind");
     metrics::describe_gauge!(PEERS, "Validators connected");
     metrics::describe_gauge!(VERIFIED_HEIGHT, "Highest height confirmed by a finalized reference");
     for g in [VIEW, FINALIZED_HEIGHT, LAG_BLOCKS, PEERS, VERIFIED_HEIGHT] {
@@ -43,6 +49,9 @@ pub fn describe() {
         metrics::counter!(EMPTY_PROPOSALS, "reason" => reason).increment(0);
     }
     metrics::counter!(REQUEUED_TXS).increment(0);
+    for kind in EVIDENCE_KINDS {
+        metrics::counter!(EVIDENCE_TOTAL, "kind" => kind).increment(0);
+    }
     // Registered without an observation: count 0 from the first scrape.
     let _ = metrics::histogram!(FINALIZE_SECONDS);
 }

@@ -22,13 +22,17 @@ use std::{
 };
 
 use commonware_actor::Feedback;
+use commonware_codec::Encode as _;
 use commonware_consensus::{
     marshal::Update,
-    simplex::{scheme::ed25519, types::Activity},
+    simplex::{
+        scheme::ed25519,
+        types::{Activity, Attributable as _},
+    },
     Reporter, Viewable,
 };
-use commonware_cryptography::{keccak256::Digest, Digested};
-use commonware_utils::{acknowledgement::Exact, Acknowledgement};
+use commonware_cryptography::{ed25519::PublicKey, keccak256::Digest, Digested};
+use commonware_utils::{acknowledgement::Exact, ordered::Set, Acknowledgement, Participant};
 use parking_lot::Mutex;
 
 use crate::{backend::Backend, block::ChainBlock, lane::Lane, metrics as m};
@@ -142,17 +146,40 @@ pub(crate) async fn forward<B, F, Fut>(
     }
 }
 
-/// Simplex's reporter: records view and finality metrics, then hands the
-/// activity on (to marshal's wrapper).
+/// Simplex's reporter: records view and finality metrics, logs and counts
+/// evidence of equivocation, then hands the activity on (to marshal's
+/// wrapper).
 #[derive(Clone)]
 pub(crate) struct Observed<R> {
     pub(crate) inner: R,
     notarized: Arc<Mutex<BTreeMap<u64, Instant>>>,
+    /// The validator set, to name the signer of evidence.
+    participants: Set<PublicKey>,
 }
 
 impl<R> Observed<R> {
-    pub(crate) fn new(inner: R) -> Self {
-        Observed { inner, notarized: Arc::default() }
+    pub(crate) fn new(inner: R, participants: Set<PublicKey>) -> Self {
+        Observed { inner, notarized: Arc::default(), participants }
+    }
+
+    /// Logs evidence of a validator signing two conflicting votes, with
+    /// the proof (both signed votes, encoded as simplex encodes them: anyone
+    /// holding the validator set can verify it), and counts it by kind.
+    /// Simplex has already verified both signatures before reporting.
+    fn evidence(&self, kind: &'static str, view: u64, signer: Participant, proof: &[u8]) {
+        metrics::counter!(m::EVIDENCE_TOTAL, "kind" => kind).increment(1);
+        let validator = self
+            .participants
+            .get(usize::from(signer))
+            .map_or_else(|| format!("#{signer}"), |k| k.to_string());
+        tracing::warn!(
+            kind,
+            view,
+            signer = %signer,
+            %validator,
+            proof = %hex::encode(proof),
+            "evidence: a validator signed conflicting votes"
+        );
     }
 }
 
@@ -183,6 +210,13 @@ where
                 metrics::gauge!(m::VIEW).set(view as f64);
             }
             Activity::Nullification(_) => metrics::gauge!(m::VIEW).set(view as f64),
+            Activity::ConflictingNotarize(e) => {
+                self.evidence("conflicting_notarize", view, e.signer(), &e.encode())
+            }
+            Activity::ConflictingFinalize(e) => {
+                self.evidence("conflicting_finalize", view, e.signer(), &e.encode())
+            }
+            Activity::NullifyFinalize(e) => self.evidence("nullify_finalize", view, e.signer(), &e.encode()),
             _ => {}
         }
         self.inner.report(activity)

@@ -20,7 +20,7 @@ use crate::support::*;
 
 /// Settings that keep four debug processes on two cores live: one thread
 /// per stage, and views long enough to survive starvation.
-const CI_ENV: [(&str, &str); 8] = [
+const CI_ENV: [(&str, &str); 9] = [
     ("SLUICE_RPC__WORKERS", "1"),
     ("SLUICE_PIPELINE__RECOVERY_WORKERS", "1"),
     ("SLUICE_PIPELINE__PREPARE_WORKERS", "1"),
@@ -29,6 +29,7 @@ const CI_ENV: [(&str, &str); 8] = [
     ("SLUICE_CONSENSUS__LEADER_TIMEOUT_MS", "2000"),
     ("SLUICE_CONSENSUS__CERTIFICATION_TIMEOUT_MS", "4000"),
     ("SLUICE_CONSENSUS__TIMEOUT_RETRY_MS", "1000"),
+    ("SLUICE_CONSENSUS__SKIP_TIMEOUT_MS", "5000"),
 ];
 
 /// A base port with `n` free ports above it.

@@ -48,6 +48,8 @@ pub(crate) const CHAIN_ID: u64 = 31337;
 const BASE_FEE: u64 = 1_000_000_000;
 const GAS_LIMIT: u64 = 30_000_000;
 const QUOTA: Quota = Quota::per_second(NZU32!(10_000));
+/// The default config's skip timeout.
+pub(crate) const SKIP_TIMEOUT: Duration = Duration::from_millis(2500);
 
 pub(crate) fn rules() -> Rules {
     Rules {
@@ -171,6 +173,10 @@ impl Recorder {
 #[derive(Clone)]
 pub(crate) struct SimBackend {
     node: usize,
+    ctx: Arc<deterministic::Context>,
+    /// How long building a proposal takes, as the producer fills a block
+    /// for up to `producer.block_time_ms` (zero: at once).
+    block_time: Duration,
     mempool: Arc<Mutex<VecDeque<RecoveredTx>>>,
     store: Arc<Store>,
     heads: Arc<watch::Sender<u64>>,
@@ -179,10 +185,19 @@ pub(crate) struct SimBackend {
 }
 
 impl SimBackend {
-    fn new(node: usize, genesis: &Genesis, recorder: Recorder, diverge_at: Option<u64>) -> Self {
+    fn new(
+        node: usize,
+        ctx: deterministic::Context,
+        block_time: Duration,
+        genesis: &Genesis,
+        recorder: Recorder,
+        diverge_at: Option<u64>,
+    ) -> Self {
         let (heads, _) = watch::channel(0);
         SimBackend {
             node,
+            ctx: Arc::new(ctx),
+            block_time,
             mempool: Arc::default(),
             // As if this node's execution disagreed from that height on.
             store: Arc::new(Store::new(genesis).with_divergence_at(diverge_at.unwrap_or(0))),
@@ -224,6 +239,10 @@ impl SimBackend {
 
 impl Backend for SimBackend {
     async fn build(&self, req: BuildRequest) -> Option<Built> {
+        if !self.block_time.is_zero() {
+            use commonware_runtime::Clock as _;
+            self.ctx.sleep(self.block_time).await;
+        }
         let txs: Vec<RecoveredTx> = {
             let mut pool = self.mempool.lock();
             let n = pool.len().min(rules().max_block_txs);
@@ -292,6 +311,8 @@ pub(crate) struct Sim {
     pub(crate) recorder: Recorder,
     pub(crate) genesis: Genesis,
     pub(crate) nodes: Vec<Option<(SimBackend, Handle<()>)>>,
+    /// How long a leader takes to build its proposal (see [`SimBackend`]).
+    pub(crate) block_time: Duration,
 }
 
 impl Sim {
@@ -318,6 +339,7 @@ impl Sim {
             recorder: Recorder::default(),
             genesis: genesis(n * 4),
             nodes: (0..n).map(|_| None).collect(),
+            block_time: Duration::ZERO,
         };
         sim.link_all(link).await;
         sim
@@ -350,7 +372,14 @@ impl Sim {
 
     /// Starts validator `i` (again, after a crash: on the same storage).
     pub(crate) async fn start(&mut self, i: usize, diverge_at: Option<u64>) {
-        let backend = SimBackend::new(i, &self.genesis, self.recorder.clone(), diverge_at);
+        let backend = SimBackend::new(
+            i,
+            self.ctx.child("backend"),
+            self.block_time,
+            &self.genesis,
+            self.recorder.clone(),
+            diverge_at,
+        );
         let control = self.oracle.control(self.pk(i));
         let mut reg = Vec::new();
         for ch in
@@ -381,6 +410,7 @@ impl Sim {
                 leader: Duration::from_secs(1),
                 certification: Duration::from_secs(2),
                 retry: Duration::from_secs(1),
+                skip: SKIP_TIMEOUT,
                 fetch: Duration::from_secs(1),
             },
             max_exec_lag_blocks: 8,
@@ -395,6 +425,24 @@ impl Sim {
             futures::future::join_all(handles).await;
         });
         self.nodes[i] = Some((backend, handle));
+    }
+
+    /// Runs validator `i` as commonware's conflicter mock instead of an
+    /// honest engine: for every notarize or finalize it receives, it signs
+    /// and sends two, for different blocks (equivocation, with its real
+    /// key).
+    pub(crate) async fn start_conflicter(&mut self, i: usize) {
+        use commonware_consensus::simplex::{mocks::conflicter, scheme::ed25519};
+        use commonware_cryptography::keccak256::Keccak256;
+        let control = self.oracle.control(self.pk(i));
+        let votes = control.register(channel::VOTES, QUOTA).await.expect("register");
+        let scheme = ed25519::Scheme::signer(b"sluice-sim", self.participants.clone(), self.keys[i].clone())
+            .expect("a participant");
+        let mock = conflicter::Conflicter::<_, _, Keccak256>::new(
+            self.ctx.child("conflicter"),
+            conflicter::Config { scheme },
+        );
+        mock.start(votes);
     }
 
     /// Kills validator `i`: its tasks stop, its store and mempool are gone,
@@ -431,6 +479,30 @@ impl Sim {
     pub(crate) fn max_head(&self) -> u64 {
         (0..self.keys.len()).map(|i| self.recorder.head(i)).max().unwrap_or(0)
     }
+}
+
+/// Evidence counted by `sluice_consensus_evidence_total` of `kind` in this
+/// process so far (a recorder installed on first use: no other test here
+/// reports evidence).
+pub(crate) fn evidence_counted(kind: &str) -> u64 {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+    static SNAPSHOTS: std::sync::OnceLock<Option<Snapshotter>> = std::sync::OnceLock::new();
+    let snapshots = SNAPSHOTS.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::set_global_recorder(recorder).ok().map(|()| snapshotter)
+    });
+    let Some(snapshots) = snapshots else { return 0 };
+    snapshots
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| {
+            let key = key.key();
+            key.name() == crate::metrics::EVIDENCE_TOTAL && key.labels().any(|l| l.value() == kind)
+        })
+        .map(|(.., value)| if let DebugValue::Counter(n) = value { n } else { 0 })
+        .sum()
 }
 
 /// The seed of a run: `SIM_SEED` replays one; else `default`.

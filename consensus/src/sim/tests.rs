@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 
 use alloy_primitives::B256;
 
-use super::{link, run, sender, transfer, Sim};
+use super::{evidence_counted, link, run, sender, transfer, Sim, SKIP_TIMEOUT};
 use crate::backend::Backend as _;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -164,4 +164,94 @@ fn a_seed_replays_exactly() {
         })
     };
     assert_eq!(once(), once());
+}
+
+/// Virtual seconds for every node in `nodes` to commit `blocks` more
+/// blocks than the lowest of them has now.
+async fn time_for(sim: &Sim, nodes: &[usize], blocks: u64) -> f64 {
+    use commonware_runtime::Clock as _;
+    let from = nodes.iter().map(|&i| sim.recorder.head(i)).min().unwrap_or(0);
+    let start = sim.ctx.current();
+    sim.reach(nodes, from + blocks, 5 * MINUTE).await;
+    sim.ctx.current().duration_since(start).unwrap_or_default().as_secs_f64()
+}
+
+/// `n` validators whose leaders take 200 ms to build (the producer's
+/// block time); the last one crashes. Until it has been silent for the
+/// skip timeout its views each cost a leader timeout (1 s): at most two
+/// of them. From then on its views are skipped at once, and over 100
+/// heights the others keep >= 0.9x the all-up block rate (without skips,
+/// ~0.4x with 4).
+fn a_dead_leader_costs_once(n: usize, seed: u64) {
+    run(&format!("a_dead_leader_costs_once_{n}"), seed, |ctx| async move {
+        let mut sim = Sim::new(ctx, n, link(10, 2, 100)).await;
+        sim.block_time = Duration::from_millis(200);
+        for i in 0..n {
+            sim.start(i, None).await;
+        }
+        let all: Vec<usize> = (0..n).collect();
+        let up = &all[..n - 1];
+        let (mut nonces, mut sent) = (HashMap::new(), Vec::new());
+        submit(&sim, up, 20, &mut nonces, &mut sent);
+        sim.reach(&all, 5, MINUTE).await;
+        let all_up = 100.0 / time_for(&sim, &all, 100).await;
+        sim.crash(n - 1);
+        submit(&sim, up, 20, &mut nonces, &mut sent);
+        let transition = time_for(&sim, up, 10).await;
+        let one_down = 100.0 / time_for(&sim, up, 100).await;
+        eprintln!(
+            "{n} validators: {all_up:.2} blocks/s all up; after a crash, 10 blocks in {transition:.2} s, \
+             then {one_down:.2} blocks/s ({:.2}x; skip after {SKIP_TIMEOUT:?})",
+            one_down / all_up
+        );
+        assert!(
+            transition <= 10.0 / all_up + 2.0 + 0.5,
+            "the crashed leader cost more than two timeouts: 10 blocks in {transition:.2} s"
+        );
+        assert!(
+            one_down >= 0.9 * all_up,
+            "one validator down: {one_down:.2} blocks/s against {all_up:.2} all up"
+        );
+        let top = up.iter().map(|&i| sim.recorder.head(i)).min().unwrap_or(0);
+        sim.recorder.assert_identical(up, top);
+        for &i in up {
+            sim.recorder.assert_receipts(i, &sent);
+        }
+    });
+}
+
+#[test]
+fn a_dead_leader_costs_once_of_four() {
+    a_dead_leader_costs_once(4, 7);
+}
+
+#[test]
+fn a_dead_leader_costs_once_of_ten() {
+    a_dead_leader_costs_once(10, 8);
+}
+
+/// Validator 3 runs commonware's conflicter: it signs two notarizes and
+/// two finalizes for every one it receives. The honest three agree, and
+/// each counts the evidence. (Each then blocks the conflicter, so its
+/// conflicting finalizes never arrive: simplex reports the first proof.)
+#[test]
+fn an_equivocating_validator_is_counted() {
+    run("an_equivocating_validator_is_counted", 9, |ctx| async move {
+        let mut sim = Sim::new(ctx, 4, link(10, 2, 100)).await;
+        let before = evidence_counted("conflicting_notarize");
+        let honest = [0, 1, 2];
+        for i in honest {
+            sim.start(i, None).await;
+        }
+        sim.start_conflicter(3).await;
+        let (mut nonces, mut sent) = (HashMap::new(), Vec::new());
+        submit(&sim, &honest, 20, &mut nonces, &mut sent);
+        sim.reach(&honest, 20, 3 * MINUTE).await;
+        sim.recorder.assert_identical(&honest, 20);
+        for i in honest {
+            sim.recorder.assert_receipts(i, &sent);
+        }
+        let after = evidence_counted("conflicting_notarize");
+        assert!(after >= before + 3, "each honest validator counted the evidence: {before} -> {after}");
+    });
 }

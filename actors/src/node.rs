@@ -313,6 +313,10 @@ impl Node {
                 coinbase: cfg.chain.coinbase,
                 base_fee: cfg.chain.base_fee_wei,
                 mode,
+                empty_wait: match mode {
+                    ProducerMode::OnRequest => Duration::from_millis(cfg.consensus.empty_block_wait_ms),
+                    ProducerMode::Timer => Duration::ZERO,
+                },
             };
             let parent = Parent {
                 number: head.block.header.number,

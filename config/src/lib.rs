@@ -186,6 +186,7 @@ impl Default for Config {
                 timeout_retry_ms: 1000,
                 skip_timeout_ms: 2500,
                 fetch_timeout_ms: 2000,
+                empty_block_wait_ms: 0,
                 max_exec_lag_blocks: 8,
                 max_pending_acks: 16,
                 worker_threads: 2,
@@ -393,6 +394,15 @@ impl Config {
                 "consensus.certification_timeout_ms must exceed consensus.leader_timeout_ms".into(),
             ));
         }
+        // The leader's proposal must reach the others before they give up
+        // on it: leave at least a fifth of the leader timeout for the
+        // network.
+        if c.empty_block_wait_ms > c.leader_timeout_ms * 4 / 5 {
+            return Err(ConfigError::Invalid(format!(
+                "consensus.empty_block_wait_ms ({}) must be at most 4/5 of consensus.leader_timeout_ms ({})",
+                c.empty_block_wait_ms, c.leader_timeout_ms
+            )));
+        }
         // Simplex refuses a skip timeout that a certification or a retry
         // could outlast: a live leader would be skipped while it works.
         if c.skip_timeout_ms <= c.certification_timeout_ms.max(c.timeout_retry_ms) {
@@ -474,6 +484,7 @@ mod tests {
             ("SLUICE_CONSENSUS__LEADER_TIMEOUT_MS", "100", "leader_timeout_ms"),
             ("SLUICE_CONSENSUS__SKIP_TIMEOUT_MS", "2000", "skip_timeout_ms (2000) must exceed"),
             ("SLUICE_CONSENSUS__MAX_PENDING_ACKS", "0", "max_pending_acks"),
+            ("SLUICE_CONSENSUS__EMPTY_BLOCK_WAIT_MS", "801", "empty_block_wait_ms (801) must be at most 4/5"),
         ];
         for (var, value, said) in refused {
             let err = Config::load(None, set(&[key, (var, value)]), &Overrides::default()).unwrap_err();

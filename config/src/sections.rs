@@ -285,6 +285,10 @@ pub struct ConsensusConfig {
     pub skip_timeout_ms: u64,
     /// How long to wait for a block or certificate fetched from a peer.
     pub fetch_timeout_ms: u64,
+    /// A leader whose mempool is empty waits up to this long for a first
+    /// transaction before proposing an empty block (below
+    /// `leader_timeout_ms`); 0: it proposes after `producer.block_time_ms`.
+    pub empty_block_wait_ms: u64,
     /// A proposal more than this many blocks ahead of this node's committed
     /// height is empty: execution is behind, and full blocks would only
     /// deepen the lag.

@@ -78,6 +78,10 @@ pub struct ProducerSettings {
     pub base_fee: u64,
     /// Who decides when a block is sealed.
     pub mode: ProducerMode,
+    /// On-request mode: how long a build request that finds the mempool
+    /// empty waits for a first transaction before an empty block (see
+    /// [`SealPolicy::with_empty_wait`]); zero: `block_time`.
+    pub empty_wait: Duration,
 }
 
 /// The block producer actor.
@@ -118,7 +122,8 @@ impl Producer {
             settings.max_block_txs,
             settings.idle_block_interval,
             Instant::now(),
-        );
+        )
+        .with_empty_wait(settings.empty_wait);
         Producer {
             settings,
             shards,

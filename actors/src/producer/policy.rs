@@ -10,7 +10,8 @@
 //!   wake (pool >= full block) ─┼─▶ Seal ──▶ finished ──▶ pool still full? ─▶ Seal (backlog)
 //!   idle (quiet >= interval) ──┘    ▲          │
 //!                                   │          └──▶ flushing? ─▶ Seal (flush) … ─▶ FinishFlush
-//!   build request ─▶ waits until pool >= full block or block_time ─▶ Build ─▶ finished
+//!   build request ─▶ waits until pool >= full block, or block_time with pool > 0,
+//!                    or empty_wait (block_time if shorter) ─▶ Build ─▶ finished
 //! ```
 //!
 //! One rule holds across every path: at most one seal or build is in flight
@@ -120,9 +121,23 @@ pub struct SealPolicy {
     /// An injected stall: no seal begins before this.
     stall_until: Option<Instant>,
     flush: Flush,
-    /// The waiting build request's deadline (when it arrived plus
-    /// `block_time`).
-    request: Option<Instant>,
+    /// On-request mode: how long a build request waits for a first
+    /// transaction before it is answered with an empty block (never less
+    /// than `block_time`).
+    empty_wait: Duration,
+    /// When the waiting build request is due.
+    request: Option<Due>,
+}
+
+/// When a waiting build request is answered (besides a full block).
+#[derive(Debug, Clone, Copy)]
+struct Due {
+    /// With what the mempool holds, if it holds anything: arrival plus
+    /// `block_time`.
+    txs: Instant,
+    /// Whatever the mempool holds, empty or not: arrival plus the longer
+    /// of `block_time` and `empty_wait`.
+    any: Instant,
 }
 
 impl SealPolicy {
@@ -144,8 +159,19 @@ impl SealPolicy {
             busy: false,
             stall_until: None,
             flush: Flush::No,
+            empty_wait: Duration::ZERO,
             request: None,
         }
+    }
+
+    /// On-request mode: a build request that finds the mempool empty at
+    /// `block_time` waits up to `empty_wait` from its arrival for a first
+    /// transaction, and is answered as soon as one arrives. An idle
+    /// network then seals about one empty block per `empty_wait` instead
+    /// of one per `block_time`; a busy one never waits longer than before.
+    pub fn with_empty_wait(mut self, empty_wait: Duration) -> Self {
+        self.empty_wait = empty_wait;
+        self
     }
 
     /// The mode.
@@ -237,19 +263,22 @@ impl SealPolicy {
     }
 
     /// Consensus asks for a block. It waits until the mempool holds a full
-    /// block or `block_time` has passed; one still waiting is superseded.
+    /// block, or `block_time` has passed and it holds something, or the
+    /// empty wait is over; one still waiting is superseded.
     pub fn build_requested(&mut self, now: Instant, pool: u64) -> Decision {
         if self.mode != ProducerMode::OnRequest || self.flush != Flush::No {
             return Decision::Decline;
         }
-        self.request = Some(now + self.block_time);
+        let txs = now + self.block_time;
+        self.request = Some(Due { txs, any: now + self.block_time.max(self.empty_wait) });
         self.poll(now, pool)
     }
 
     /// Looks whether the waiting build request is due.
     pub fn poll(&mut self, now: Instant, pool: u64) -> Decision {
-        let Some(deadline) = self.request else { return Decision::Nothing };
-        if self.busy || (pool < self.full_block && now < deadline) {
+        let Some(due) = self.request else { return Decision::Nothing };
+        let due = pool >= self.full_block || (pool > 0 && now >= due.txs) || now >= due.any;
+        if self.busy || !due {
             return Decision::Nothing;
         }
         self.request = None;
@@ -257,11 +286,13 @@ impl SealPolicy {
         Decision::Build
     }
 
-    /// How long until the waiting build request is due by time; `None`
-    /// when none waits (or a build is in flight).
+    /// How long until the waiting build request is next due by time (at
+    /// `block_time` if transactions wait by then, else at the end of the
+    /// empty wait); `None` when none waits (or a build is in flight).
     pub fn next_poll(&self, now: Instant) -> Option<Duration> {
-        let deadline = self.request.filter(|_| !self.busy)?;
-        Some(deadline.saturating_duration_since(now))
+        let due = self.request.filter(|_| !self.busy)?;
+        let next = if now < due.txs { due.txs } else { due.any };
+        Some(next.saturating_duration_since(now))
     }
 
     /// The waiting requester went away before its build began.

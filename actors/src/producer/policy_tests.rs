@@ -248,3 +248,38 @@ fn on_request_flush_waits_for_the_build_in_flight() {
     assert_eq!(p.flush(0), Decision::Nothing);
     assert_eq!(p.seal_finished(t0 + ms(1), true, 2), Decision::FinishFlush { left: 2 });
 }
+
+#[test]
+fn an_idle_validator_waits_for_a_first_transaction_up_to_the_empty_wait() {
+    let t0 = Instant::now();
+    let mut p = on_request(t0).with_empty_wait(ms(900));
+    // Nothing waits at block_time: keep waiting, polled until the end.
+    assert_eq!(p.build_requested(t0, 0), Decision::Nothing);
+    assert_eq!(p.poll(t0 + BLOCK_TIME, 0), Decision::Nothing);
+    assert_eq!(p.next_poll(t0 + ms(150)), Some(ms(750)));
+    // A first transaction after block_time is proposed at once.
+    assert_eq!(p.poll(t0 + ms(400), 1), Decision::Build);
+    assert_eq!(p.seal_finished(t0 + ms(401), true, 0), Decision::Nothing);
+    // None comes: an empty block at the end of the wait, not before.
+    let t1 = t0 + ms(1000);
+    assert_eq!(p.build_requested(t1, 0), Decision::Nothing);
+    assert_eq!(p.poll(t1 + ms(899), 0), Decision::Nothing);
+    assert_eq!(p.poll(t1 + ms(900), 0), Decision::Build);
+    assert_eq!(p.seal_finished(t1 + ms(901), true, 0), Decision::Nothing);
+    // Under load nothing changes: block_time with something waiting, and
+    // a full block at once.
+    let t2 = t0 + ms(3000);
+    assert_eq!(p.build_requested(t2, 3), Decision::Nothing);
+    assert_eq!(p.poll(t2 + BLOCK_TIME, 3), Decision::Build);
+    assert_eq!(p.seal_finished(t2 + ms(101), true, 0), Decision::Nothing);
+    assert_eq!(p.build_requested(t2 + ms(200), 10), Decision::Build);
+}
+
+#[test]
+fn an_empty_wait_shorter_than_block_time_changes_nothing() {
+    let t0 = Instant::now();
+    let mut p = on_request(t0).with_empty_wait(ms(10));
+    assert_eq!(p.build_requested(t0, 0), Decision::Nothing);
+    assert_eq!(p.poll(t0 + ms(50), 0), Decision::Nothing);
+    assert_eq!(p.poll(t0 + BLOCK_TIME, 0), Decision::Build);
+}

@@ -25,7 +25,7 @@ impl Backend for ActorBackend {
     async fn build(&self, req: BuildRequest) -> Option<Built> {
         let parent =
             Parent { number: req.parent.number, hash: req.parent.hash, timestamp: req.parent.timestamp };
-        let reply = self.0.build(parent, req.timestamp, Some(req.state_ref)).await?;
+        let reply = self.0.build(parent, req.timestamp, Some(req.state_ref), req.exclude).await?;
         Some(Built { block: reply.block, txs: reply.txs })
     }
 

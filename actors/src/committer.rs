@@ -33,7 +33,7 @@ use std::{
 };
 
 use actix::prelude::*;
-use alloy_primitives::Address;
+use alloy_primitives::{Address, B256};
 use sluice_store::Store;
 use tokio::sync::oneshot;
 
@@ -44,7 +44,8 @@ use crate::{
     faults::{self, Site},
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
-    protocol::{CommitMsg, NonceMsg, SenderProgress},
+    nonce::NonceActor,
+    protocol::{CommitMsg, NonceMsg, SenderProgress, ShardMsg},
     supervise::{report_abandoned, report_lost, run_blocking, Inject, Stage, Supervisor},
 };
 
@@ -59,6 +60,9 @@ pub struct Committer {
     metrics: ActorMetrics,
     /// Where committed heights are published for subscribers (WebSocket).
     events: Option<ChainEvents>,
+    /// Validator mode: the mempool shards, told to drop what a committed
+    /// block included (see [`Committer::with_pool`]).
+    pool: Option<Vec<MailboxSender<ShardMsg>>>,
     sup: Supervisor,
 }
 
@@ -82,8 +86,18 @@ impl Committer {
             done: Some(done),
             metrics: ActorMetrics::new("committer"),
             events: None,
+            pool: None,
             sup: Supervisor::new(Site::Committer),
         }
+    }
+
+    /// Validator mode: every committed block's transactions that this node
+    /// admitted leave its mempool, wherever they are queued. Another
+    /// validator may have proposed them (the same transaction was sent to
+    /// both), and proposing them again would only make skipped entries.
+    pub fn with_pool(mut self, shards: Vec<MailboxSender<ShardMsg>>) -> Self {
+        self.pool = Some(shards);
+        self
     }
 
     /// Publishes each committed height to `events` (subscriptions).
@@ -120,6 +134,9 @@ impl Committer {
     /// subscribers, and the nonce actor.
     fn publish(&mut self, msg: &CommitMsg, start: Instant) {
         let number = msg.block.block.header.number;
+        // Before the height is visible: a proposal built on it takes from
+        // the shards after this, so never finds these transactions.
+        self.forget_in_pool(msg);
         self.committed.store(number, Ordering::Release);
         let senders = self.forget_admitted(msg);
         metrics::histogram!(m::COMMIT_SECONDS).record(start.elapsed().as_secs_f64());
@@ -135,6 +152,29 @@ impl Committer {
         }
         if let Some(delivery) = &msg.delivery {
             delivery.fire();
+        }
+    }
+
+    /// Tells each mempool shard which of the block's transactions it may
+    /// still hold (validator mode only). Waits for room: shards never wait
+    /// on the committer.
+    fn forget_in_pool(&self, msg: &CommitMsg) {
+        let Some(shards) = &self.pool else { return };
+        if shards.is_empty() {
+            return;
+        }
+        let b = &msg.block;
+        let mut split: Vec<Vec<B256>> = vec![Vec::new(); shards.len()];
+        let hashes = b.receipts.iter().map(|r| r.tx_hash).chain(b.skipped.iter().map(|(h, _)| *h));
+        for hash in hashes {
+            if let Some(sender) = self.pending.sender_of(&hash) {
+                split[NonceActor::shard_of(&sender, shards.len())].push(hash);
+            }
+        }
+        for (shard, hashes) in shards.iter().zip(split) {
+            if !hashes.is_empty() && shard.send_blocking(ShardMsg::Forget { hashes }).is_err() {
+                tracing::warn!("mempool shard stopped; committed transactions not pruned");
+            }
         }
     }
 

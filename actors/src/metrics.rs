@@ -96,6 +96,10 @@ pub const MEMPOOL_TXS: &str = "sluice_mempool_txs";
 pub const MEMPOOL_BYTES: &str = "sluice_mempool_bytes";
 /// Transactions waiting per mempool shard (label `shard`).
 pub const MEMPOOL_SHARD_TXS: &str = "sluice_mempool_shard_txs";
+/// Transactions that left the mempool without being proposed here, by
+/// `reason`: `included` (a committed block this node did not build
+/// carried them), `in_ancestry` (already in a block a proposal builds on).
+pub const MEMPOOL_PRUNED: &str = "sluice_mempool_pruned_total";
 /// Senders with admitted, unexecuted transactions.
 pub const NONCE_SENDERS: &str = "sluice_nonce_tracked_senders";
 /// Prepared-transaction cache lookups that found the sender.
@@ -240,6 +244,10 @@ fn describe() {
     describe_gauge!(MEMPOOL_FUTURE_TXS, "Transactions held for a nonce gap (queued)");
     describe_gauge!(MEMPOOL_BYTES, Unit::Bytes, "Raw bytes waiting in the mempool");
     describe_gauge!(MEMPOOL_SHARD_TXS, "Transactions waiting per mempool shard");
+    describe_counter!(
+        MEMPOOL_PRUNED,
+        "Transactions that left the mempool because a block already holds them, by reason"
+    );
     describe_gauge!(NONCE_SENDERS, "Senders with admitted, unexecuted transactions");
     describe_counter!(CACHE_HITS, "Prepared-transaction cache hits");
     describe_counter!(CACHE_MISSES, "Prepared-transaction cache misses");

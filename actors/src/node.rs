@@ -276,8 +276,16 @@ impl Node {
             let (store, committed, pending, nonce) =
                 (Arc::clone(&store), Arc::clone(&committed), Arc::clone(&pending), nonce_tx.clone());
             let events = chain_events.clone();
+            // Only a validator's pool holds transactions that blocks of
+            // others include.
+            let pool = (mode == ProducerMode::OnRequest).then(|| shard_txs.clone());
             Committer::start_in_arbiter(&commit_arbiter.handle(), move |_| {
-                Committer::new(store, committed, pending, nonce, commit_rx, done_tx).with_events(events)
+                let committer = Committer::new(store, committed, pending, nonce, commit_rx, done_tx);
+                match pool {
+                    Some(shards) => committer.with_pool(shards),
+                    None => committer,
+                }
+                .with_events(events)
             });
         }
         let finalize_arbiter = Arbiter::new();

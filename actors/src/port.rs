@@ -15,6 +15,7 @@
 
 use std::{sync::Arc, time::Instant};
 
+use alloy_primitives::map::B256Set;
 use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
 use sluice_store::Store;
 use tokio::sync::{oneshot, watch};
@@ -63,16 +64,19 @@ impl ValidatorPort {
     }
 
     /// Builds a block on `parent` once the mempool holds a full block or
-    /// `block_time` has passed (empty if nothing waits). `None` when the
-    /// producer stopped, or dropped the request for a newer one.
+    /// `block_time` has passed (empty if nothing waits), leaving out (and
+    /// dropping from the mempool) the transactions in `exclude`: those of
+    /// the blocks `parent` ends that are not committed here yet. `None`
+    /// when the producer stopped, or dropped the request for a newer one.
     pub async fn build(
         &self,
         parent: Parent,
         timestamp: u64,
         state_ref: Option<StateRef>,
+        exclude: Arc<B256Set>,
     ) -> Option<BuildReply> {
         let (reply, answer) = oneshot::channel();
-        let msg = ProducerMsg::Build { parent, timestamp, state_ref, reply };
+        let msg = ProducerMsg::Build { parent, timestamp, state_ref, exclude, reply };
         self.producer.send(msg).await.ok()?;
         answer.await.ok()
     }

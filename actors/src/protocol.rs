@@ -10,7 +10,7 @@
 
 use std::{fmt, sync::Arc, time::Instant};
 
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{map::B256Set, Address, B256, U256};
 use parking_lot::Mutex;
 use sluice_messages::{ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock, StateRef};
 use sluice_txpool::{Pooled, TxError};
@@ -115,6 +115,10 @@ pub enum ShardMsg {
         gas_budget: u64,
         /// Whose raw sizes sum to at most this.
         max_bytes: usize,
+        /// Hashes already in the blocks the new one builds on (not yet
+        /// committed here): dropped from the pool on the way, never
+        /// offered. Empty outside validator mode.
+        exclude: Arc<B256Set>,
         /// The transactions with their admission numbers, in shard order.
         reply: oneshot::Sender<Vec<Pooled>>,
     },
@@ -126,6 +130,14 @@ pub enum ShardMsg {
     Restore {
         /// The transactions, in their order, all of this shard's senders.
         txs: Vec<Pooled>,
+    },
+    /// Drop these transactions wherever they are queued: a block committed
+    /// here included them (another validator proposed it, or the same
+    /// transaction was also sent there). Their in-flight entries and nonce
+    /// reservations were settled by the commit itself.
+    Forget {
+        /// Hashes, all of this shard's senders.
+        hashes: Vec<B256>,
     },
 }
 
@@ -164,6 +176,9 @@ pub enum ProducerMsg {
         timestamp: u64,
         /// The app-hash claim the header carries.
         state_ref: Option<StateRef>,
+        /// Transactions already in the blocks `parent` ends that this node
+        /// has not committed yet: dropped from the mempool, never proposed.
+        exclude: Arc<B256Set>,
         /// The block and the transactions taken for it.
         reply: oneshot::Sender<BuildReply>,
     },

@@ -16,8 +16,9 @@
 use std::{sync::Arc, time::Instant};
 
 use actix::prelude::*;
+use alloy_primitives::{map::B256Set, B256};
 use sluice_messages::RecoveredTx;
-use sluice_txpool::{MempoolShard, PoolCounters, Pooled};
+use sluice_txpool::{MempoolShard, PoolCounters, Pooled, Taken};
 
 use sluice_txpool::PendingTxs;
 
@@ -96,10 +97,11 @@ impl ShardActor {
                     tracing::error!(shard = self.index, error = %e, "mempool shard refused an admitted transaction");
                 }
             }
-            Some(ShardMsg::Take { max_txs, gas_budget, max_bytes, reply }) => {
-                self.take(max_txs, gas_budget, max_bytes, reply);
+            Some(ShardMsg::Take { max_txs, gas_budget, max_bytes, exclude, reply }) => {
+                self.take((max_txs, gas_budget, max_bytes), &exclude, reply);
             }
             Some(ShardMsg::Restore { txs }) => self.restore(txs),
+            Some(ShardMsg::Forget { hashes }) => self.forget(&hashes),
             None => {}
         }
         Ok(())
@@ -130,7 +132,8 @@ impl ShardActor {
             // Answered: nothing taken.
             Some(ShardMsg::Take { reply, .. }) => drop(reply.send(Vec::new())),
             Some(ShardMsg::Restore { txs }) => self.lose_restored(txs, m::DROP_HALTED),
-            None => {}
+            // Left queued: a later block finds them stale, as before.
+            Some(ShardMsg::Forget { .. }) | None => {}
         }
     }
 
@@ -152,14 +155,21 @@ impl ShardActor {
         }
     }
 
+    /// Takes from the front for a block (`budget`: at most so many
+    /// transactions, gas and raw bytes), dropping what the chain already
+    /// holds (`exclude`) on the way.
     fn take(
         &mut self,
-        max_txs: usize,
-        gas_budget: u64,
-        max_bytes: usize,
+        (max_txs, gas_budget, max_bytes): (usize, u64, usize),
+        exclude: &B256Set,
         reply: tokio::sync::oneshot::Sender<Vec<Pooled>>,
     ) {
-        let txs = self.pool.take(max_txs, gas_budget, max_bytes);
+        let Taken { txs, excluded } = self.pool.take(max_txs, gas_budget, max_bytes, exclude);
+        if !excluded.is_empty() {
+            let bytes = excluded.iter().map(|p| p.tx.raw.len()).sum();
+            self.counters.release(excluded.len(), bytes);
+            metrics::counter!(m::MEMPOOL_PRUNED, "reason" => "in_ancestry").increment(excluded.len() as u64);
+        }
         let bytes = txs.iter().map(|p| p.tx.raw.len()).sum();
         self.counters.release(txs.len(), bytes);
         if let Err(txs) = reply.send(txs) {
@@ -167,6 +177,22 @@ impl ShardActor {
             // transactions back in front, in order.
             tracing::warn!(shard = self.index, n = txs.len(), "block producer dropped a take; restoring");
             self.restore(txs);
+        }
+    }
+
+    /// Drops transactions a committed block included, giving back their
+    /// capacity.
+    fn forget(&mut self, hashes: &[B256]) {
+        let (mut n, mut bytes) = (0, 0);
+        for hash in hashes {
+            if let Some(size) = self.pool.forget(hash) {
+                n += 1;
+                bytes += size;
+            }
+        }
+        if n > 0 {
+            self.counters.release(n, bytes);
+            metrics::counter!(m::MEMPOOL_PRUNED, "reason" => "included").increment(n as u64);
         }
     }
 }
@@ -212,6 +238,8 @@ impl StreamHandler<ShardMsg> for ShardActor {
                 // transactions stay for the next block.
                 ShardMsg::Take { reply, .. } => drop(reply.send(Vec::new())),
                 ShardMsg::Restore { txs } => self.lose_restored(txs, m::DROP_FAULT),
+                // Left queued: a later block finds them stale, as before.
+                ShardMsg::Forget { .. } => {}
             },
         }
         self.depth.set(self.pool.len() as f64);

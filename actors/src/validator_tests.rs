@@ -96,7 +96,7 @@ async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
     // An empty mempool: an empty block once block_time has passed.
     let parent = Parent { number: 0, hash: genesis.block.hash, timestamp: genesis.block.header.timestamp };
     let started = Instant::now();
-    let first = port.build(parent, 7, None).await.unwrap();
+    let first = port.build(parent, 7, None, Default::default()).await.unwrap();
     assert!(started.elapsed() >= std::time::Duration::from_millis(50), "waited for block_time");
     assert_eq!((first.block.header.number, first.block.header.timestamp), (1, 7));
     assert_eq!(first.block.header.parent_hash, genesis.block.hash);
@@ -108,7 +108,7 @@ async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
     // another thread as consensus would, carries it again.
     admit(&node, transfer(&signer, 0, chain_id)).await;
     let parent = Parent { number: 1, hash: first.block.hash, timestamp: 7 };
-    let lost = port.build(parent, 8, None).await.unwrap();
+    let lost = port.build(parent, 8, None, Default::default()).await.unwrap();
     assert_eq!(lost.txs.len(), 1);
     assert_eq!(node.admission.pool.len(), 0, "taken for the proposal");
     port.restore(lost.txs.clone()).await;
@@ -118,7 +118,7 @@ async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
     let remote = port.clone();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        let reply = rt.block_on(remote.build(parent, 9, state_ref));
+        let reply = rt.block_on(remote.build(parent, 9, state_ref, Default::default()));
         let _ = sent.send(reply);
     });
     let second = built.await.unwrap().unwrap();
@@ -147,10 +147,13 @@ async fn a_build_whose_requester_left_loses_no_transaction() {
     let parent = Parent { number: 0, hash: genesis.block.hash, timestamp: 0 };
     admit(&node, transfer(&signer, 0, chain_id)).await;
     // The requester gives up while the build waits for block_time.
-    let gave_up =
-        tokio::time::timeout(std::time::Duration::from_millis(5), port.build(parent, 1, None)).await;
+    let gave_up = tokio::time::timeout(
+        std::time::Duration::from_millis(5),
+        port.build(parent, 1, None, Default::default()),
+    )
+    .await;
     assert!(gave_up.is_err());
-    let reply = port.build(parent, 1, None).await.unwrap();
+    let reply = port.build(parent, 1, None, Default::default()).await.unwrap();
     assert_eq!(reply.txs.len(), 1, "the transaction is still there for the next proposal");
     port.restore(reply.txs).await;
     drop(port);
@@ -167,7 +170,7 @@ async fn a_block_that_is_not_committed_is_never_acknowledged() {
     let (node, port) = Node::start_validator(cfg, "validators:test".into()).await.unwrap();
     let genesis = node.store.head_block();
     let parent = Parent { number: 0, hash: genesis.block.hash, timestamp: 0 };
-    let block = port.build(parent, 1, None).await.unwrap().block;
+    let block = port.build(parent, 1, None, Default::default()).await.unwrap().block;
     let (acked, ack) = oneshot::channel::<()>();
     port.deliver(
         block,
@@ -185,5 +188,71 @@ async fn a_block_that_is_not_committed_is_never_acknowledged() {
     assert_eq!(*port.committed().borrow(), 0);
     port.close();
     assert!(matches!(node.shutdown().await, Err(NodeError::Halted(_))));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A block another validator proposed on `parent`, carrying `txs`.
+fn foreign_block(parent: &Parent, txs: &[&RecoveredTx], cfg: &Config) -> Arc<sluice_messages::SealedBlock> {
+    let hashes: Vec<u8> = txs.iter().flat_map(|t| t.hash.0).collect();
+    let header = sluice_messages::BlockHeader {
+        number: parent.number + 1,
+        parent_hash: parent.hash,
+        timestamp: parent.timestamp,
+        coinbase: Address::repeat_byte(0xc0),
+        gas_limit: cfg.chain.block_gas_limit,
+        base_fee: cfg.chain.base_fee_wei,
+        tx_root: sluice_messages::keccak256(&hashes),
+        state_ref: None,
+    };
+    Arc::new(sluice_messages::SealedBlock {
+        hash: header.hash(),
+        header,
+        txs: txs.iter().map(|t| t.raw.clone()).collect(),
+    })
+}
+
+#[actix_rt::test]
+async fn what_the_chain_already_holds_leaves_the_pool_and_is_never_proposed() {
+    let _hooks = PROCESS_HOOKS.lock().await;
+    let cfg = config("validator-prune");
+    let (dir, chain_id) = (cfg.store.data_dir.clone(), cfg.chain.chain_id);
+    let signers = dev_accounts::derive(&cfg.chain.mnemonic, 2).unwrap();
+    let (a0, a1, b0) = (
+        transfer(&signers[0], 0, chain_id),
+        transfer(&signers[0], 1, chain_id),
+        transfer(&signers[1], 0, chain_id),
+    );
+    let (node, port) = Node::start_validator(cfg.clone(), "validators:test".into()).await.unwrap();
+    for tx in [&a0, &a1, &b0] {
+        admit(&node, tx.clone()).await;
+    }
+    assert_eq!(node.admission.pool.len(), 3);
+
+    // Another validator's block carries a0 (the same transaction was sent
+    // there too): committed here, it leaves this pool from wherever it is.
+    let genesis = node.store.head_block();
+    let parent = Parent { number: 0, hash: genesis.block.hash, timestamp: genesis.block.header.timestamp };
+    let first = foreign_block(&parent, &[&a0], &cfg);
+    deliver_and_commit(&port, Arc::clone(&first)).await;
+    // The shard drops it after the commit (before any later take).
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    while node.admission.pool.len() != 2 && Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(node.admission.pool.len(), 2, "a0 pruned on commit");
+
+    // A proposal on a chain whose newest block (not committed here yet)
+    // carries b0 leaves b0 out, and drops it from the pool.
+    let parent = Parent { number: 1, hash: first.hash, timestamp: first.header.timestamp };
+    let exclude: Arc<alloy_primitives::map::B256Set> = Arc::new([b0.hash].into_iter().collect());
+    let built = port.build(parent, 9, None, exclude).await.unwrap();
+    assert_eq!(built.txs.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![a1.hash]);
+    assert_eq!(node.admission.pool.len(), 0, "b0 dropped as already in the chain");
+    deliver_and_commit(&port, Arc::clone(&built.block)).await;
+    let receipts = node.store.block(2).unwrap().receipts.len();
+    assert_eq!(receipts, 1, "a1 applied, nothing skipped");
+
+    port.close();
+    node.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -13,7 +13,7 @@ use std::{
     time::{Duration, UNIX_EPOCH},
 };
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{map::B256Set, Address, B256};
 use commonware_consensus::{
     marshal::ancestry::Ancestry,
     simplex::{scheme::ed25519, types::Context},
@@ -87,24 +87,37 @@ impl<B: Backend> SluiceApp<B> {
         Arc::new(SealedBlock { hash: header.hash(), header, txs: Vec::new() })
     }
 
-    /// Whether every unresolved proposal of this validator is an ancestor
-    /// of `parent`, walking `ancestry` (newest first, from `parent`) down
-    /// to the lowest one.
-    async fn lane_consistent(&self, parent: &SealedBlock, ancestry: impl Ancestry<ChainBlock>) -> bool {
-        let Some(lowest) = self.lane.lock().lowest() else { return true };
-        if lowest > parent.header.number {
-            return false;
+    /// Walks `ancestry` (newest first, from `parent`) down to this node's
+    /// committed height and to the lowest unresolved proposal of its own.
+    /// `None` if one of those proposals is not an ancestor of `parent`;
+    /// else the hashes of the transactions above the committed height.
+    async fn walk_ancestry(
+        &self,
+        parent: &SealedBlock,
+        committed: u64,
+        ancestry: impl Ancestry<ChainBlock>,
+    ) -> Option<B256Set> {
+        let lowest = self.lane.lock().lowest();
+        if lowest.is_some_and(|l| l > parent.header.number) {
+            return None;
         }
         let mut hashes = std::collections::BTreeMap::new();
+        let mut txs = B256Set::default();
         let mut ancestry = std::pin::pin!(ancestry);
         while let Some(b) = ancestry.next().await {
-            let n = b.inner().0.header.number;
-            hashes.insert(n, b.inner().0.hash);
-            if n <= lowest {
+            let block = &b.inner().0;
+            let n = block.header.number;
+            hashes.insert(n, block.hash);
+            if n > committed {
+                txs.extend(block.txs.iter().map(|raw| sluice_messages::keccak256(raw)));
+            }
+            if n <= committed && lowest.is_none_or(|l| n <= l) {
                 break;
             }
         }
-        self.lane.lock().consistent_with(parent.header.number, |h| hashes.get(&h).copied())
+        let consistent = lowest.is_none()
+            || self.lane.lock().consistent_with(parent.header.number, |h| hashes.get(&h).copied());
+        consistent.then_some(txs)
     }
 }
 
@@ -128,7 +141,7 @@ where
             return None;
         }
         let parent = Arc::clone(&ancestry.peek()?.inner().0);
-        let req = BuildRequest {
+        let mut req = BuildRequest {
             parent: ParentRef {
                 number: parent.header.number,
                 hash: parent.hash,
@@ -136,26 +149,32 @@ where
             },
             timestamp: unix_secs(&ctx).max(parent.header.timestamp),
             state_ref: self.state_ref_for(&parent),
+            exclude: Arc::default(),
         };
         let committed = *self.backend.committed().borrow();
         let lagging =
             parent.header.number + 1 - committed.min(parent.header.number) > self.max_exec_lag_blocks;
+        let walked = if lagging { None } else { self.walk_ancestry(&parent, committed, ancestry).await };
         let block = if lagging {
             // Execution is behind: a full block would only deepen the lag.
             // Never wait for it (finality may need this very proposal).
             metrics::counter!(m::EMPTY_PROPOSALS, "reason" => "exec_lag").increment(1);
             self.empty_block(&req)
-        } else if !self.lane_consistent(&parent, ancestry).await {
+        } else if let Some(exclude) = walked {
+            // Transactions of the blocks not yet committed here may still
+            // be in this node's mempool (another validator proposed them):
+            // the new block must not carry them again.
+            req.exclude = Arc::new(exclude);
+            let built = self.backend.build(req).await?;
+            let block = built.block;
+            self.lane.lock().proposed(block.header.number, block.hash, built.txs);
+            block
+        } else {
             // An earlier proposal of ours is unresolved on another branch:
             // its transactions are out of the mempool and may yet be
             // finalized, so none may be proposed again until it resolves.
             metrics::counter!(m::EMPTY_PROPOSALS, "reason" => "lane").increment(1);
             self.empty_block(&req)
-        } else {
-            let built = self.backend.build(req).await?;
-            let block = built.block;
-            self.lane.lock().proposed(block.header.number, block.hash, built.txs);
-            block
         };
         tracing::debug!(number = block.header.number, txs = block.txs.len(), "proposing");
         let digest = crate::block::digest_of(&block.hash);

@@ -4,7 +4,7 @@
 
 use std::{future::Future, sync::Arc};
 
-use alloy_primitives::B256;
+use alloy_primitives::{map::B256Set, B256};
 use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
 use tokio::sync::watch;
 
@@ -20,7 +20,7 @@ pub struct ParentRef {
 }
 
 /// A request to seal a proposal.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BuildRequest {
     /// The parent.
     pub parent: ParentRef,
@@ -28,6 +28,11 @@ pub struct BuildRequest {
     pub timestamp: u64,
     /// The state reference the header carries.
     pub state_ref: StateRef,
+    /// Hashes of the transactions in the blocks from the parent down to
+    /// (not including) this node's committed head: already on the chain
+    /// the proposal extends, so never proposed again, and dropped from
+    /// the mempool (a committed block's transactions leave it on commit).
+    pub exclude: Arc<B256Set>,
 }
 
 /// A sealed proposal and the transactions taken from the mempool for it.

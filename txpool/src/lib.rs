@@ -59,7 +59,7 @@ pub use future::{FutureLimits, FutureQueue};
 pub use nonce::NonceBook;
 pub use order::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};
 pub use pending::PendingTxs;
-pub use pool::{MempoolShard, PoolCounters};
+pub use pool::{MempoolShard, PoolCounters, Taken};
 pub use recover::{decode_envelope, recover_raw, recover_sender};
 pub use sign::{address_of, Signer};
 pub use validate::{admit_stateless, check_funds, intrinsic_gas, AdmissionRules, IntrinsicGas, Spec};

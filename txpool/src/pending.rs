@@ -34,6 +34,11 @@ impl PendingTxs {
         self.shard(hash).lock().get(hash).cloned()
     }
 
+    /// The sender of the in-flight transaction with this hash.
+    pub fn sender_of(&self, hash: &B256) -> Option<alloy_primitives::Address> {
+        self.shard(hash).lock().get(hash).map(|tx| tx.sender)
+    }
+
     /// Records an admitted transaction.
     pub fn insert(&self, tx: RecoveredTx) {
         self.shard(&tx.hash).lock().insert(tx.hash, tx);

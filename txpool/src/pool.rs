@@ -9,7 +9,10 @@ use std::{
     sync::atomic::{AtomicU64, Ordering},
 };
 
-use alloy_primitives::{map::B256Map, B256};
+use alloy_primitives::{
+    map::{B256Map, B256Set},
+    B256,
+};
 use sluice_messages::RecoveredTx;
 
 use crate::{error::TxError, order::Pooled};
@@ -109,6 +112,12 @@ impl PoolCounters {
 ///
 /// `find` is O(1): every pushed transaction gets a sequence number, the
 /// index maps hash -> sequence, and the position is `seq - head_seq`.
+///
+/// A transaction can also leave from the middle ([`MempoolShard::forget`]:
+/// another validator's block included it). It leaves the index at once and
+/// stays in the queue as a dead entry (one the index no longer points at)
+/// until it reaches the front or the queue is compacted; dead entries count
+/// in neither `len` nor `bytes`.
 #[derive(Debug, Default)]
 pub struct MempoolShard {
     queue: VecDeque<Pooled>,
@@ -117,6 +126,20 @@ pub struct MempoolShard {
     head_seq: u64,
     bytes: usize,
 }
+
+/// What [`MempoolShard::take`] took from the front.
+#[derive(Debug, Default)]
+pub struct Taken {
+    /// For the block, in queue order.
+    pub txs: Vec<Pooled>,
+    /// Already in a block the new one builds on (the caller's `exclude`):
+    /// out of the pool, never proposed again.
+    pub excluded: Vec<Pooled>,
+}
+
+/// Dead entries are compacted away once there are more of them than this
+/// and than live ones: memory stays within about twice the live queue.
+const COMPACT_MIN_DEAD: usize = 1024;
 
 impl MempoolShard {
     /// An empty shard.
@@ -140,31 +163,77 @@ impl MempoolShard {
 
     /// Takes transactions from the front while each fits in what is left of
     /// `gas_budget` (by gas limit) and `max_bytes` (by raw size), up to
-    /// `max_txs`.
+    /// `max_txs`. Those whose hash is in `exclude` (in a block the new one
+    /// builds on) leave the pool on the way, as `excluded`.
     ///
     /// Stops at the first that does not fit rather than skipping ahead: a
     /// later transaction may be the same sender's next nonce, and taking it
     /// first would make both fail. Admission keeps each gas limit within the
     /// block gas limit, so the front always fits an empty block.
-    pub fn take(&mut self, max_txs: usize, gas_budget: u64, max_bytes: usize) -> Vec<Pooled> {
+    pub fn take(&mut self, max_txs: usize, gas_budget: u64, max_bytes: usize, exclude: &B256Set) -> Taken {
         let (mut gas_left, mut bytes_left) = (gas_budget, max_bytes);
-        let mut n = 0;
-        for Pooled { tx, .. } in self.queue.iter().take(max_txs) {
-            let (gas, size) = (tx.gas_limit(), tx.raw.len());
-            if gas > gas_left || size > bytes_left {
-                break;
+        let mut out = Taken::default();
+        while let Some(front) = self.queue.front() {
+            let tx = &front.tx;
+            let live = self.index.get(&tx.hash) == Some(&self.head_seq);
+            let excluded = live && exclude.contains(&tx.hash);
+            if live && !excluded {
+                let (gas, size) = (tx.gas_limit(), tx.raw.len());
+                if out.txs.len() >= max_txs || gas > gas_left || size > bytes_left {
+                    break;
+                }
+                gas_left -= gas;
+                bytes_left -= size;
             }
-            gas_left -= gas;
-            bytes_left -= size;
-            n += 1;
+            let Some(p) = self.queue.pop_front() else { break };
+            self.head_seq += 1;
+            if !live {
+                continue;
+            }
+            self.index.remove(&p.tx.hash);
+            self.bytes -= p.tx.raw.len();
+            if excluded {
+                out.excluded.push(p);
+            } else {
+                out.txs.push(p);
+            }
         }
-        let taken: Vec<Pooled> = self.queue.drain(..n).collect();
-        for Pooled { tx, .. } in &taken {
-            self.index.remove(&tx.hash);
-            self.bytes -= tx.raw.len();
+        out
+    }
+
+    /// Removes a queued transaction wherever it is (a block this node did
+    /// not build included it); answers its raw size, or `None` if it is
+    /// not queued here.
+    pub fn forget(&mut self, hash: &B256) -> Option<usize> {
+        let seq = *self.index.get(hash)?;
+        let size = self.queue.get(usize::try_from(seq - self.head_seq).ok()?)?.tx.raw.len();
+        self.index.remove(hash);
+        self.bytes -= size;
+        let dead = self.queue.len() - self.index.len();
+        if dead > COMPACT_MIN_DEAD && dead > self.index.len() {
+            self.compact();
         }
-        self.head_seq += n as u64;
-        taken
+        Some(size)
+    }
+
+    /// Drops every dead entry and renumbers the live ones from `head_seq`.
+    fn compact(&mut self) {
+        let head = self.head_seq;
+        let index = &mut self.index;
+        let mut next = head;
+        let mut position = head;
+        self.queue.retain(|p| {
+            let seq = position;
+            position += 1;
+            match index.get_mut(&p.tx.hash) {
+                Some(at) if *at == seq => {
+                    *at = next;
+                    next += 1;
+                    true
+                }
+                _ => false,
+            }
+        });
     }
 
     /// Puts transactions taken by [`MempoolShard::take`] back at the front,
@@ -186,12 +255,12 @@ impl MempoolShard {
 
     /// Number of queued transactions.
     pub fn len(&self) -> usize {
-        self.queue.len()
+        self.index.len()
     }
 
     /// Whether the shard is empty.
     pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.index.is_empty()
     }
 
     /// Raw bytes of the queued transactions.
@@ -273,9 +342,9 @@ mod tests {
         }
         // 30k fits, 50k does not fit the remaining 40k: stop, although the
         // 21k behind it would fit.
-        let taken = shard.take(10, 70_000, usize::MAX);
+        let taken = shard.take(10, 70_000, usize::MAX, &B256Set::default()).txs;
         assert_eq!(taken.iter().map(|p| p.tx.nonce()).collect::<Vec<_>>(), vec![0]);
-        let taken = shard.take(2, u64::MAX, usize::MAX);
+        let taken = shard.take(2, u64::MAX, usize::MAX, &B256Set::default()).txs;
         assert_eq!(taken.iter().map(|p| (p.tx.nonce(), p.seq)).collect::<Vec<_>>(), vec![(1, 1), (2, 2)]);
         assert_eq!(shard.len(), 1);
     }
@@ -288,9 +357,9 @@ mod tests {
         shard.push(a, 0).unwrap();
         shard.push(b, 1).unwrap();
         assert_eq!(shard.bytes(), a_len + b_len);
-        assert_eq!(shard.take(10, u64::MAX, a_len + b_len - 1).len(), 1);
+        assert_eq!(shard.take(10, u64::MAX, a_len + b_len - 1, &B256Set::default()).txs.len(), 1);
         assert_eq!(shard.bytes(), b_len);
-        assert_eq!(shard.take(10, u64::MAX, b_len).len(), 1);
+        assert_eq!(shard.take(10, u64::MAX, b_len, &B256Set::default()).txs.len(), 1);
         assert!(shard.is_empty() && shard.bytes() == 0);
     }
 
@@ -303,12 +372,69 @@ mod tests {
         }
         assert_eq!(shard.push(txs[2].clone(), 9), Err(TxError::AlreadyKnown));
         assert_eq!(shard.find(&txs[3].hash).map(|t| t.nonce()), Some(3));
-        shard.take(2, u64::MAX, usize::MAX);
+        shard.take(2, u64::MAX, usize::MAX, &B256Set::default());
         assert!(shard.find(&txs[0].hash).is_none());
         assert_eq!(shard.find(&txs[2].hash).map(|t| t.nonce()), Some(2));
         // A taken transaction may come back (e.g. re-sent after a skip).
         shard.push(txs[0].clone(), 10).unwrap();
         assert_eq!(shard.find(&txs[0].hash).map(|t| t.nonce()), Some(0));
         assert_eq!(shard.len(), 3);
+    }
+
+    #[test]
+    fn a_forgotten_transaction_leaves_from_the_middle_and_is_never_taken() {
+        let mut shard = MempoolShard::new();
+        let txs: Vec<_> = (0..4).map(|n| tx(n, 21_000, 0)).collect();
+        for (n, t) in txs.iter().enumerate() {
+            shard.push(t.clone(), n as u64).unwrap();
+        }
+        let size = txs[1].raw.len();
+        assert_eq!(shard.forget(&txs[1].hash), Some(size));
+        assert_eq!(shard.forget(&txs[1].hash), None, "once");
+        assert_eq!((shard.len(), shard.bytes()), (3, 3 * size));
+        assert!(shard.find(&txs[1].hash).is_none());
+        assert_eq!(shard.find(&txs[2].hash).map(|t| t.nonce()), Some(2));
+        // The dead entry costs no room in the block.
+        let taken = shard.take(3, 3 * 21_000, usize::MAX, &B256Set::default()).txs;
+        assert_eq!(taken.iter().map(|p| p.tx.nonce()).collect::<Vec<_>>(), vec![0, 2, 3]);
+        assert!(shard.is_empty() && shard.bytes() == 0);
+    }
+
+    #[test]
+    fn take_drops_what_the_chain_already_holds() {
+        let mut shard = MempoolShard::new();
+        let txs: Vec<_> = (0..3).map(|n| tx(n, 21_000, 0)).collect();
+        for (n, t) in txs.iter().enumerate() {
+            shard.push(t.clone(), n as u64).unwrap();
+        }
+        let exclude: B256Set = [txs[0].hash, txs[1].hash].into_iter().collect();
+        let taken = shard.take(1, u64::MAX, usize::MAX, &exclude);
+        let nonces = |v: &[Pooled]| v.iter().map(|p| p.tx.nonce()).collect::<Vec<_>>();
+        assert_eq!((nonces(&taken.txs), nonces(&taken.excluded)), (vec![2], vec![0, 1]));
+        assert!(shard.is_empty());
+    }
+
+    #[test]
+    fn dead_entries_are_compacted_and_the_index_stays_right() {
+        let mut shard = MempoolShard::new();
+        let txs: Vec<_> = (0..3_000).map(|n| tx(n, 21_000, 0)).collect();
+        for (n, t) in txs.iter().enumerate() {
+            shard.push(t.clone(), n as u64).unwrap();
+        }
+        shard.take(10, u64::MAX, usize::MAX, &B256Set::default());
+        // Forget every transaction but each tenth: compaction runs on the way.
+        for (i, t) in txs.iter().enumerate().skip(10) {
+            if i % 10 != 0 {
+                shard.forget(&t.hash).unwrap();
+            }
+        }
+        assert!(shard.queue.len() < 2 * shard.len() + COMPACT_MIN_DEAD, "compacted");
+        assert_eq!(shard.len(), 299);
+        for (i, t) in txs.iter().enumerate().skip(10) {
+            assert_eq!(shard.find(&t.hash).is_some(), i % 10 == 0, "tx {i}");
+        }
+        let taken = shard.take(usize::MAX, u64::MAX, usize::MAX, &B256Set::default()).txs;
+        let want: Vec<_> = txs.iter().skip(10).step_by(10).map(|t| t.hash).collect();
+        assert_eq!(taken.iter().map(|p| p.tx.hash).collect::<Vec<_>>(), want);
     }
 }

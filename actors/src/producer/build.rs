@@ -2,7 +2,12 @@
 //! taking one block's transactions, sealing a header over them, and putting
 //! transactions back.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::{
+    sync::Arc,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use alloy_primitives::map::B256Set;
 
 use sluice_messages::{BlockHeader, RecoveredTx, SealedBlock, StateRef};
 use sluice_txpool::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};
@@ -19,7 +24,13 @@ use crate::{
 /// (effective tip, then admission order, each sender's nonces in order:
 /// `sluice_txpool::order`). Every shard offers up to a full block; what the
 /// block does not take goes back to the front of its shard, in its order.
-pub(super) async fn take_block(shards: &[MailboxSender<ShardMsg>], s: &ProducerSettings) -> Vec<RecoveredTx> {
+/// Transactions in `exclude` (already in the blocks the new one builds on)
+/// leave the shards on the way.
+pub(super) async fn take_block(
+    shards: &[MailboxSender<ShardMsg>],
+    s: &ProducerSettings,
+    exclude: &Arc<B256Set>,
+) -> Vec<RecoveredTx> {
     let budget = BlockBudget { max_txs: s.max_block_txs, gas: s.block_gas_limit, bytes: s.max_block_bytes };
     // Asked all at once: each shard answers on its own thread.
     let mut asked = Vec::with_capacity(shards.len());
@@ -29,6 +40,7 @@ pub(super) async fn take_block(shards: &[MailboxSender<ShardMsg>], s: &ProducerS
             max_txs: budget.max_txs,
             gas_budget: budget.gas,
             max_bytes: budget.bytes,
+            exclude: Arc::clone(exclude),
             reply,
         };
         asked.push(match shard.send(take).await {

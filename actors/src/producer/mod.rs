@@ -229,7 +229,7 @@ impl Producer {
         // Contained: this future runs outside any handler body, and a panic
         // in it would take the light arbiter (nonce, shards) down with it.
         let fut = Contained::new(async move {
-            let txs = build::take_block(&shards, &settings).await;
+            let txs = build::take_block(&shards, &settings, &Arc::default()).await;
             if txs.is_empty() && fill == Fill::TxsOnly {
                 return None;
             }
@@ -327,8 +327,8 @@ impl StreamHandler<ProducerMsg> for Producer {
                 let decision = self.policy.flush(self.counters.len());
                 self.act(ctx, decision);
             }
-            ProducerMsg::Build { parent, timestamp, state_ref, reply } => {
-                let request = on_request::Request { parent, timestamp, state_ref, reply };
+            ProducerMsg::Build { parent, timestamp, state_ref, exclude, reply } => {
+                let request = on_request::Request { parent, timestamp, state_ref, exclude, reply };
                 self.build_requested(ctx, request);
             }
             ProducerMsg::Restore { txs } => self.restore(ctx, txs),

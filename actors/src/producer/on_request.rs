@@ -15,6 +15,7 @@ use std::{
 };
 
 use actix::prelude::*;
+use alloy_primitives::map::B256Set;
 use sluice_messages::{RecoveredTx, StateRef};
 use tokio::sync::oneshot;
 
@@ -33,6 +34,9 @@ pub(super) struct Request {
     pub(super) parent: Parent,
     pub(super) timestamp: u64,
     pub(super) state_ref: Option<StateRef>,
+    /// Transactions already in the blocks `parent` ends (not yet
+    /// committed here): never proposed again.
+    pub(super) exclude: Arc<B256Set>,
     pub(super) reply: oneshot::Sender<BuildReply>,
 }
 
@@ -92,8 +96,8 @@ impl Producer {
         let shards = self.shards.clone();
         let settings = self.settings.clone();
         let fut = Contained::new(async move {
-            let txs = build::take_block(&shards, &settings).await;
-            let Request { parent, timestamp, state_ref, reply } = request;
+            let txs = build::take_block(&shards, &settings, &request.exclude).await;
+            let Request { parent, timestamp, state_ref, reply, .. } = request;
             let block = Arc::new(build::build_block(&parent, &settings, &txs, timestamp, state_ref));
             let number = block.header.number;
             if let Err(unwanted) = reply.send(BuildReply { block, txs }) {

@@ -112,6 +112,8 @@ pub(crate) struct Recorder {
 struct RecorderInner {
     blocks: BTreeMap<(usize, u64), (B256, B256)>,
     receipts: HashMap<usize, HashMap<B256, u64>>,
+    /// Entries executed as skipped (nonce already taken), per node.
+    skipped: HashMap<usize, u64>,
     heads: HashMap<usize, u64>,
 }
 
@@ -133,7 +135,13 @@ impl Recorder {
             let prev = receipts.insert(rc.tx_hash, number);
             assert!(prev.is_none_or(|p| p == number), "node {node}: tx {} included twice", rc.tx_hash);
         }
+        *r.skipped.entry(node).or_default() += block.skipped.len() as u64;
         r.heads.insert(node, number);
+    }
+
+    /// Entries `node` executed as skipped so far.
+    pub(crate) fn skipped(&self, node: usize) -> u64 {
+        self.inner.lock().skipped.get(&node).copied().unwrap_or(0)
     }
 
     /// Forgets a crashed node's head (its store is gone).
@@ -244,7 +252,10 @@ impl Backend for SimBackend {
             self.ctx.sleep(self.block_time).await;
         }
         let txs: Vec<RecoveredTx> = {
+            // As the actors' shards do: what the chain being extended
+            // already holds leaves the pool on the way.
             let mut pool = self.mempool.lock();
+            pool.retain(|tx| !req.exclude.contains(&tx.hash));
             let n = pool.len().min(rules().max_block_txs);
             pool.drain(..n).collect()
         };
@@ -275,6 +286,15 @@ impl Backend for SimBackend {
             return Err(Closed);
         }
         if let Some((executed, app_hash)) = self.execute(&block) {
+            // As the actors' committer does: a committed transaction
+            // leaves this pool wherever it is queued.
+            let done: std::collections::HashSet<B256> = executed
+                .receipts
+                .iter()
+                .map(|r| r.tx_hash)
+                .chain(executed.skipped.iter().map(|(h, _)| *h))
+                .collect();
+            self.mempool.lock().retain(|tx| !done.contains(&tx.hash));
             self.recorder.committed(self.node, &executed, app_hash);
             self.heads.send_replace(block.header.number);
             on_commit();

@@ -465,6 +465,13 @@ def consensus():
     d.ts("Evidence of equivocation", "Conflicting votes a validator signed, verified by simplex and "
          "logged at warn with the proof (both signed votes): any non-zero value is a faulty or malicious "
          "validator.", [t(rate("sluice_consensus_evidence_total", by="kind"), "{{kind}}")], "cps", w=8, h=6)
+    d.ts("Transactions between validators", "What this validator's clients sent it, sent on to the "
+         "others (sent); what the others sent it (received), and how its admission answered each "
+         "(already_known: a copy it had); batches dropped over a limit or malformed (refused).",
+         [t(f"sum({rate('sluice_gossip_sent_txs_total')})", "sent"),
+          t(f"sum({rate('sluice_gossip_received_txs_total')})", "received"),
+          t(rate("sluice_gossip_admitted_total", by="result"), "admitted: {{result}}"),
+          t(f"sum({rate('sluice_gossip_refused_batches_total')})", "refused batches")], TXPS, w=24, h=6)
     d.ts("Verified and committed height", "The highest height whose app hash a finalized block's state "
          "reference confirmed, against the committed height.",
          [t(f"sluice_verified_height{sel()}", "verified"), t(height("committed"), "committed")],

@@ -4,7 +4,7 @@
 
 use std::{net::IpAddr, path::PathBuf, sync::Arc, time::Duration};
 
-use alloy_primitives::B256;
+use alloy_primitives::{Bytes, B256};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use sluice_actors::{Parent, ValidatorPort};
@@ -12,7 +12,7 @@ use sluice_config::Config;
 use sluice_consensus::{
     testnet::{self, TestnetSpec},
     validators::{load_key, ValidatorSet},
-    Backend, BuildRequest, Built, Closed, OnCommit, Rules, Timeouts, ValidatorConfig,
+    Backend, BuildRequest, Built, Closed, GossipLimits, OnCommit, Rules, Timeouts, ValidatorConfig,
 };
 use sluice_messages::{RecoveredTx, SealedBlock};
 use tokio::sync::watch;
@@ -39,6 +39,14 @@ impl Backend for ActorBackend {
 
     fn committed(&self) -> watch::Receiver<u64> {
         self.0.committed()
+    }
+
+    async fn outbound(&self, max_txs: usize, max_bytes: usize) -> Vec<Bytes> {
+        self.0.outbound(max_txs, max_bytes).await
+    }
+
+    async fn admit_from_peer(&self, txs: Vec<Bytes>) {
+        self.0.admit_from_peer(txs).await;
     }
 
     fn committed_block(&self, height: u64) -> Option<(B256, B256)> {
@@ -146,6 +154,13 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         genesis_app_hash,
         votes_per_second: c.votes_per_second_per_peer,
         blocks_per_second: c.blocks_per_second_per_peer,
+        gossip_batches_per_second: c.gossip_batches_per_second_per_peer,
+        gossip: GossipLimits {
+            batch_max_txs: c.gossip_batch_max_txs,
+            batch_max_bytes: c.gossip_batch_max_bytes,
+            max_tx_bytes: cfg.mempool.max_tx_size_bytes,
+            interval: Duration::from_millis(c.gossip_interval_ms),
+        },
         set,
     };
     Ok(Prepared { consensus, network: format!("validators:{set_hash}") })

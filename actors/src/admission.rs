@@ -152,6 +152,8 @@ pub struct Begun {
     recovering: Result<Recovering, TxError>,
     /// Hold a future nonce for its gap (else refuse it).
     hold_gaps: bool,
+    /// Another validator sent it (see [`admit_from_peer`]).
+    from_peer: bool,
 }
 
 /// Starts admitting `raw`: the node's own checks, then the transaction is
@@ -190,7 +192,7 @@ pub async fn begin(state: &Admission, raw: Bytes) -> Begun {
         state.recovery.submit(raw, fault == Some(Action::Panic))
     }
     .await;
-    Begun { received, recovering, hold_gaps: true }
+    Begun { received, recovering, hold_gaps: true, from_peer: false }
 }
 
 /// Finishes admitting a begun submission: waits for its recovery, reads the
@@ -206,7 +208,7 @@ pub async fn finish(state: &Admission, begun: Begun) -> Result<B256, TxError> {
 }
 
 async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
-    let Begun { received, recovering, hold_gaps } = begun;
+    let Begun { received, recovering, hold_gaps, from_peer } = begun;
     let tx = recovering?.wait().await?;
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
@@ -227,9 +229,36 @@ async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
     let (reply, rx) = oneshot::channel();
     state
         .nonce
-        .send(NonceMsg::Admit { tx, committed, received, hold_gaps, reply })
+        .send(NonceMsg::Admit { tx, committed, received, hold_gaps, from_peer, reply })
         .await
         .map_err(|_| TxError::Unavailable("admission stopped"))?;
     rx.await.map_err(|_| TxError::Unavailable("admission stopped"))??;
     Ok(hash)
+}
+
+/// Admits a batch another validator sent, in its order, as this node's
+/// own RPC would (recovery, nonce rules, the future queue, `already known`
+/// for what is here already), and never sends it on. Unlike RPC it waits
+/// for room in the recovery queue rather than refusing: the batch is
+/// already here, and waiting slows the sender's channel instead.
+/// Outcomes are counted in `sluice_gossip_admitted_total{result}`.
+pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
+    let mut begun = Vec::with_capacity(raws.len());
+    for raw in raws {
+        let recovering = if !state.accepting.load(Ordering::Acquire) {
+            Err(TxError::Unavailable("node is shutting down"))
+        } else if let Some(reason) = state.store.halted() {
+            Err(TxError::StoreHalted(reason))
+        } else {
+            state.recovery.submit_waiting(raw).await
+        };
+        begun.push(Begun { received: Instant::now(), recovering, hold_gaps: true, from_peer: true });
+    }
+    for b in begun {
+        let outcome = match admit(state, b).await {
+            Ok(_) => "ok",
+            Err(e) => e.outcome(),
+        };
+        metrics::counter!(m::GOSSIP_ADMITTED, "result" => outcome).increment(1);
+    }
 }

@@ -100,6 +100,12 @@ pub const MEMPOOL_SHARD_TXS: &str = "sluice_mempool_shard_txs";
 /// `reason`: `included` (a committed block this node did not build
 /// carried them), `in_ancestry` (already in a block a proposal builds on).
 pub const MEMPOOL_PRUNED: &str = "sluice_mempool_pruned_total";
+/// Transactions another validator sent, by admission `result` (as
+/// [`TX_ADMISSION`]; `already_known` for the copies of what is here).
+pub const GOSSIP_ADMITTED: &str = "sluice_gossip_admitted_total";
+/// Transactions admitted here from this node's clients that were not sent
+/// to the other validators: `consensus.gossip_queue_txs` was full.
+pub const GOSSIP_UNSENT: &str = "sluice_gossip_unsent_txs_total";
 /// Senders with admitted, unexecuted transactions.
 pub const NONCE_SENDERS: &str = "sluice_nonce_tracked_senders";
 /// Prepared-transaction cache lookups that found the sender.
@@ -247,6 +253,11 @@ fn describe() {
     describe_counter!(
         MEMPOOL_PRUNED,
         "Transactions that left the mempool because a block already holds them, by reason"
+    );
+    describe_counter!(GOSSIP_ADMITTED, "Transactions other validators sent, by admission result");
+    describe_counter!(
+        GOSSIP_UNSENT,
+        "Transactions admitted here but not sent to the other validators (queue full)"
     );
     describe_gauge!(NONCE_SENDERS, "Senders with admitted, unexecuted transactions");
     describe_counter!(CACHE_HITS, "Prepared-transaction cache hits");

@@ -34,7 +34,7 @@ use crate::{
     mailbox::{mailbox, mailbox_indexed, MailboxProbe, MailboxSender},
     metrics as m,
     nonce::{NonceActor, NonceDeps},
-    port::ValidatorPort,
+    port::{Peers, ValidatorPort},
     preparer::Preparer,
     producer::{Parent, Producer, ProducerMode, ProducerSettings},
     protocol::ProducerMsg,
@@ -337,6 +337,15 @@ impl Node {
                 Producer::new(settings, shards, prepare_tx, counters, parent, producer_rx)
             });
         }
+        // Validator mode: what this node's clients send queues here for the
+        // other validators (consensus takes it through the port).
+        let (peers_tx, peers_rx) = match mode {
+            ProducerMode::OnRequest => {
+                let (tx, rx) = flume::bounded(cfg.consensus.gossip_queue_txs.max(1));
+                (Some(tx), Some(rx))
+            }
+            ProducerMode::Timer => (None, None),
+        };
         {
             let deps = NonceDeps {
                 store: Arc::clone(&store),
@@ -353,6 +362,7 @@ impl Node {
                     lifetime: Duration::from_millis(cfg.mempool.future_tx_lifetime_ms),
                 },
                 max_block_txs: cfg.producer.max_block_txs as u64,
+                peers: peers_tx,
             };
             NonceActor::start_in_arbiter(&light.handle(), move |_| NonceActor::new(deps, nonce_rx));
         }
@@ -361,8 +371,6 @@ impl Node {
             Recovery::start(p.recovery_workers, p.recovery_queue_txs, rules.clone())
                 .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
         probes.push(recovery_probe);
-        let port =
-            ValidatorPort::new(producer_tx.clone(), prepare_tx, chain_events.heads(), Arc::clone(&store));
         let admission = Arc::new(Admission {
             store: Arc::clone(&store),
             nonce: nonce_tx,
@@ -370,6 +378,13 @@ impl Node {
             pool: Arc::clone(&counters),
             accepting: AtomicBool::new(true),
         });
+        let port = ValidatorPort::new(
+            producer_tx.clone(),
+            prepare_tx,
+            chain_events.heads(),
+            Arc::clone(&store),
+            Peers { outbound: peers_rx, admission: Arc::clone(&admission) },
+        );
         let rpc = Arc::new(RpcState {
             store: Arc::clone(&store),
             pipeline: Arc::clone(&admission) as Arc<dyn rpc::Pipeline>,

@@ -74,6 +74,9 @@ pub struct NonceActor {
     /// The next admission number: transactions are numbered as they enter
     /// the shards, so a block can keep arrival order across senders.
     next_seq: u64,
+    /// Validator mode: where this node's clients' transactions queue for
+    /// the other validators.
+    peers: Option<flume::Sender<alloy_primitives::Bytes>>,
 }
 
 /// Everything the nonce actor is built from.
@@ -99,6 +102,9 @@ pub struct NonceDeps {
     /// Where transactions entering the mempool are published (pending
     /// filters and subscriptions).
     pub events: ChainEvents,
+    /// Validator mode: the bounded queue of transactions this node's own
+    /// clients sent, for the other validators.
+    pub peers: Option<flume::Sender<alloy_primitives::Bytes>>,
 }
 
 impl NonceActor {
@@ -125,6 +131,7 @@ impl NonceActor {
             rebuilt_through: 0,
             stall_until: None,
             next_seq: sluice_txpool::RESTORED_SEQ_LIMIT,
+            peers: deps.peers,
         }
     }
 
@@ -318,12 +325,16 @@ impl NonceActor {
     fn handle_admit(
         &mut self,
         tx: sluice_messages::RecoveredTx,
-        (committed, hold_gaps): (CommittedAccount, bool),
+        (committed, hold_gaps, from_peer): (CommittedAccount, bool, bool),
         received: Instant,
         reply: tokio::sync::oneshot::Sender<Result<(), TxError>>,
         ctx: &mut Context<Self>,
     ) {
-        match self.admit(&tx, committed, hold_gaps) {
+        let admitted = self.admit(&tx, committed, hold_gaps);
+        if admitted.is_ok() && !from_peer {
+            self.send_to_peers(&tx);
+        }
+        match admitted {
             Err(e) => {
                 let _ = reply.send(Err(e));
                 return;
@@ -338,6 +349,16 @@ impl NonceActor {
         let sender = tx.sender;
         self.forward(tx, Some(reply), ctx);
         self.promote(&sender, ctx);
+    }
+
+    /// Validator mode: queues a transaction this node's own client sent
+    /// for the other validators (held ones too: they hold it for the same
+    /// gap). A full queue leaves it here only, counted.
+    fn send_to_peers(&self, tx: &sluice_messages::RecoveredTx) {
+        let Some(peers) = &self.peers else { return };
+        if peers.try_send(tx.raw.clone()).is_err() {
+            metrics::counter!(m::GOSSIP_UNSENT).increment(1);
+        }
     }
 
     /// Hands a reserved transaction to its shard, waiting for room (and
@@ -385,13 +406,13 @@ impl NonceActor {
         // so a panic still answers it.
         let mut admit_reply = None;
         let outcome = contain(|| match msg {
-            NonceMsg::Admit { tx, committed, received, hold_gaps, reply } => {
+            NonceMsg::Admit { tx, committed, received, hold_gaps, from_peer, reply } => {
                 let reply = admit_reply.insert(Some(reply));
                 if panic {
                     panic!("injected panic at failpoint nonce");
                 }
                 if let Some(reply) = reply.take() {
-                    self.handle_admit(tx, (committed, hold_gaps), received, reply, ctx);
+                    self.handle_admit(tx, (committed, hold_gaps, from_peer), received, reply, ctx);
                 }
             }
             NonceMsg::Executed { height, senders } => {

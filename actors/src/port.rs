@@ -15,12 +15,14 @@
 
 use std::{sync::Arc, time::Instant};
 
-use alloy_primitives::map::B256Set;
+use alloy_primitives::{map::B256Set, Bytes};
+use parking_lot::Mutex;
 use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
 use sluice_store::Store;
 use tokio::sync::{oneshot, watch};
 
 use crate::{
+    admission::Admission,
     mailbox::MailboxSender,
     metrics as m,
     protocol::{BuildReply, Delivery, Parent, PrepareMsg, ProducerMsg},
@@ -40,6 +42,20 @@ pub struct ValidatorPort {
     prepare: MailboxSender<PrepareMsg>,
     heads: watch::Receiver<u64>,
     store: Arc<Store>,
+    peers: Peers,
+    /// A transaction taken from `peers.outbound` that did not fit the last
+    /// batch: the first of the next.
+    carry: Arc<Mutex<Option<Bytes>>>,
+}
+
+/// What the port exchanges with the other validators: the queue of this
+/// node's clients' transactions to send them, and the admission that
+/// theirs go through.
+#[derive(Clone)]
+pub(crate) struct Peers {
+    /// `None` outside validator mode.
+    pub(crate) outbound: Option<flume::Receiver<Bytes>>,
+    pub(crate) admission: Arc<Admission>,
 }
 
 impl std::fmt::Debug for ValidatorPort {
@@ -59,8 +75,44 @@ impl ValidatorPort {
         prepare: MailboxSender<PrepareMsg>,
         heads: watch::Receiver<u64>,
         store: Arc<Store>,
+        peers: Peers,
     ) -> Self {
-        ValidatorPort { producer, prepare, heads, store }
+        ValidatorPort { producer, prepare, heads, store, peers, carry: Arc::default() }
+    }
+
+    /// Waits for transactions this node's own clients sent that the other
+    /// validators have not been sent yet, and takes up to `max_txs` of
+    /// them whose raw sizes plus 4 bytes each sum to at most `max_bytes`
+    /// (always at least one). Empty once the node stopped.
+    pub async fn outbound(&self, max_txs: usize, max_bytes: usize) -> Vec<Bytes> {
+        let Some(queue) = &self.peers.outbound else { return Vec::new() };
+        let carried = self.carry.lock().take();
+        let first = match carried {
+            Some(tx) => tx,
+            None => match queue.recv_async().await {
+                Ok(tx) => tx,
+                Err(_) => return Vec::new(),
+            },
+        };
+        let mut bytes = first.len() + 4;
+        let mut batch = vec![first];
+        while batch.len() < max_txs {
+            let Ok(tx) = queue.try_recv() else { break };
+            if bytes + tx.len() + 4 > max_bytes {
+                *self.carry.lock() = Some(tx);
+                break;
+            }
+            bytes += tx.len() + 4;
+            batch.push(tx);
+        }
+        batch
+    }
+
+    /// Admits transactions another validator sent, in order, as this
+    /// node's RPC would; never sends them on (see
+    /// [`crate::admission::admit_from_peer`]).
+    pub async fn admit_from_peer(&self, txs: Vec<Bytes>) {
+        crate::admission::admit_from_peer(&self.peers.admission, txs).await;
     }
 
     /// Builds a block on `parent` once the mempool holds a full block or

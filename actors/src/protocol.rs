@@ -43,6 +43,8 @@ pub enum NonceMsg {
         /// A nonce above the sender's next one is held for its gap (else
         /// refused with "nonce too high").
         hold_gaps: bool,
+        /// Another validator sent it: never sent on to the others.
+        from_peer: bool,
         /// Ok once the transaction is in its shard's mailbox.
         reply: oneshot::Sender<Result<(), TxError>>,
     },

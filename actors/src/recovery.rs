@@ -81,6 +81,17 @@ impl Recovery {
         }
     }
 
+    /// Queues `raw` as [`Recovery::submit`] does, but waits for room in a
+    /// full mailbox (transactions another validator sent: refusing them
+    /// would only lose this node's copy).
+    pub async fn submit_waiting(&self, raw: Bytes) -> Result<Recovering, TxError> {
+        let (reply, rx) = oneshot::channel();
+        match self.tx.send(RecoverMsg { raw, panic: false, reply }).await {
+            Ok(()) => Ok(Recovering(rx)),
+            Err(_) => Err(TxError::Unavailable("admission stopped")),
+        }
+    }
+
     /// Submissions waiting now (for tests and the sampler).
     pub fn depth(&self) -> usize {
         self.tx.depth()

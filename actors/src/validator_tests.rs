@@ -52,7 +52,14 @@ async fn admit(node: &Node, tx: RecoveredTx) {
     let (reply, answer) = oneshot::channel();
     node.admission
         .nonce
-        .send(NonceMsg::Admit { tx, committed, received: Instant::now(), hold_gaps: true, reply })
+        .send(NonceMsg::Admit {
+            tx,
+            committed,
+            received: Instant::now(),
+            hold_gaps: true,
+            from_peer: false,
+            reply,
+        })
         .await
         .unwrap();
     answer.await.unwrap().unwrap();
@@ -255,4 +262,41 @@ async fn what_the_chain_already_holds_leaves_the_pool_and_is_never_proposed() {
     port.close();
     node.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[actix_rt::test]
+async fn what_clients_send_queues_for_the_other_validators_within_the_batch_bounds() {
+    let _hooks = PROCESS_HOOKS.lock().await;
+    let mut cfg = config("validator-outbound");
+    cfg.consensus.gossip_queue_txs = 4;
+    let (dir, chain_id) = (cfg.store.data_dir.clone(), cfg.chain.chain_id);
+    let signer = dev_accounts::derive(&cfg.chain.mnemonic, 1).unwrap().remove(0);
+    let (node, port) = Node::start_validator(cfg, "validators:test".into()).await.unwrap();
+    let txs: Vec<RecoveredTx> = (0..6).map(|n| transfer(&signer, n, chain_id)).collect();
+    for tx in &txs {
+        admit(&node, tx.clone()).await;
+    }
+    let size = txs[0].raw.len();
+    // Four fit the queue; the other two stay here only.
+    let first = port.outbound(3, usize::MAX).await;
+    assert_eq!(first, txs[..3].iter().map(|t| t.raw.clone()).collect::<Vec<_>>(), "at most 3, in order");
+    let second = port.outbound(10, 2 * (size + 4) - 1).await;
+    assert_eq!(second.len(), 1, "the bytes hold only one");
+    let rest =
+        tokio::time::timeout(std::time::Duration::from_millis(100), port.outbound(10, usize::MAX)).await;
+    assert!(rest.is_err(), "the queue held 4: nothing more to send");
+    // What another validator sends is admitted here and never queued.
+    let other = dev_accounts::derive(&node_mnemonic(), 2).unwrap().remove(1);
+    port.admit_from_peer(vec![transfer(&other, 0, chain_id).raw, txs[5].raw.clone()]).await;
+    assert_eq!(node.admission.pool.len(), 7, "the peer's one is new, our own is known");
+    let none =
+        tokio::time::timeout(std::time::Duration::from_millis(100), port.outbound(10, usize::MAX)).await;
+    assert!(none.is_err(), "a peer's transaction is never sent on");
+    port.close();
+    node.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn node_mnemonic() -> String {
+    Config::default().chain.mnemonic
 }

@@ -192,6 +192,11 @@ impl Default for Config {
                 worker_threads: 2,
                 votes_per_second_per_peer: 1024,
                 blocks_per_second_per_peer: 128,
+                gossip_batches_per_second_per_peer: 400,
+                gossip_interval_ms: 5,
+                gossip_batch_max_txs: 2_000,
+                gossip_batch_max_bytes: 1 << 20,
+                gossip_queue_txs: 20_000,
             },
         }
     }
@@ -364,7 +369,7 @@ impl Config {
                 "consensus.key_file is required with consensus.validators_file".into(),
             ));
         }
-        let positive: [(&str, u64); 10] = [
+        let positive: [(&str, u64); 15] = [
             ("consensus.leader_timeout_ms", c.leader_timeout_ms),
             ("consensus.certification_timeout_ms", c.certification_timeout_ms),
             ("consensus.timeout_retry_ms", c.timeout_retry_ms),
@@ -375,6 +380,11 @@ impl Config {
             ("consensus.worker_threads", c.worker_threads as u64),
             ("consensus.votes_per_second_per_peer", u64::from(c.votes_per_second_per_peer)),
             ("consensus.blocks_per_second_per_peer", u64::from(c.blocks_per_second_per_peer)),
+            ("consensus.gossip_batches_per_second_per_peer", u64::from(c.gossip_batches_per_second_per_peer)),
+            ("consensus.gossip_interval_ms", c.gossip_interval_ms),
+            ("consensus.gossip_batch_max_txs", c.gossip_batch_max_txs as u64),
+            ("consensus.gossip_batch_max_bytes", c.gossip_batch_max_bytes as u64),
+            ("consensus.gossip_queue_txs", c.gossip_queue_txs as u64),
         ];
         for (name, value) in positive {
             if value == 0 {
@@ -401,6 +411,23 @@ impl Config {
             return Err(ConfigError::Invalid(format!(
                 "consensus.empty_block_wait_ms ({}) must be at most 4/5 of consensus.leader_timeout_ms ({})",
                 c.empty_block_wait_ms, c.leader_timeout_ms
+            )));
+        }
+        // A validator sending faster than its peers accept would have its
+        // batches dropped by their quota.
+        if u64::from(c.gossip_batches_per_second_per_peer) * c.gossip_interval_ms < 1000 {
+            return Err(ConfigError::Invalid(format!(
+                "consensus.gossip_batches_per_second_per_peer ({}) must be at least 1000 / \
+                 consensus.gossip_interval_ms ({})",
+                c.gossip_batches_per_second_per_peer, c.gossip_interval_ms
+            )));
+        }
+        // The largest transaction must fit a batch on its own.
+        if c.gossip_batch_max_bytes < self.mempool.max_tx_size_bytes + 8 {
+            return Err(ConfigError::Invalid(format!(
+                "consensus.gossip_batch_max_bytes ({}) must hold one transaction of mempool.max_tx_size_bytes ({}) \
+                 and 8 bytes of framing",
+                c.gossip_batch_max_bytes, self.mempool.max_tx_size_bytes
             )));
         }
         // Simplex refuses a skip timeout that a certification or a retry
@@ -485,6 +512,17 @@ mod tests {
             ("SLUICE_CONSENSUS__SKIP_TIMEOUT_MS", "2000", "skip_timeout_ms (2000) must exceed"),
             ("SLUICE_CONSENSUS__MAX_PENDING_ACKS", "0", "max_pending_acks"),
             ("SLUICE_CONSENSUS__EMPTY_BLOCK_WAIT_MS", "801", "empty_block_wait_ms (801) must be at most 4/5"),
+            (
+                "SLUICE_CONSENSUS__GOSSIP_INTERVAL_MS",
+                "2",
+                "gossip_batches_per_second_per_peer (400) must be at least",
+            ),
+            (
+                "SLUICE_CONSENSUS__GOSSIP_BATCH_MAX_BYTES",
+                "1000",
+                "gossip_batch_max_bytes (1000) must hold one",
+            ),
+            ("SLUICE_CONSENSUS__GOSSIP_QUEUE_TXS", "0", "gossip_queue_txs"),
         ];
         for (var, value, said) in refused {
             let err = Config::load(None, set(&[key, (var, value)]), &Overrides::default()).unwrap_err();

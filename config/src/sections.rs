@@ -302,4 +302,20 @@ pub struct ConsensusConfig {
     pub votes_per_second_per_peer: u32,
     /// Messages per second from one peer on the block channels.
     pub blocks_per_second_per_peer: u32,
+    /// Transaction batches per second from one peer (the transaction
+    /// channel); at least `1000 / gossip_interval_ms`, so that every
+    /// batch a validator sends fits its peers' quota.
+    pub gossip_batches_per_second_per_peer: u32,
+    /// At least this long between two transaction batches a validator
+    /// sends to the others.
+    pub gossip_interval_ms: u64,
+    /// Transactions in one batch, sent or accepted.
+    pub gossip_batch_max_txs: usize,
+    /// Encoded bytes of one batch, sent or accepted (at most the p2p
+    /// network's largest message).
+    pub gossip_batch_max_bytes: usize,
+    /// Transactions admitted here and waiting to be sent to the others;
+    /// past it a transaction is not sent (it is still proposed when this
+    /// validator leads), counted in `sluice_gossip_unsent_txs_total`.
+    pub gossip_queue_txs: usize,
 }

@@ -4,7 +4,7 @@
 
 use std::{future::Future, sync::Arc};
 
-use alloy_primitives::{map::B256Set, B256};
+use alloy_primitives::{map::B256Set, Bytes, B256};
 use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
 use tokio::sync::watch;
 
@@ -73,6 +73,15 @@ pub trait Backend: Clone + Send + Sync + 'static {
     fn committed(&self) -> watch::Receiver<u64>;
     /// The committed block at `height`: its hash and the app hash after it.
     fn committed_block(&self, height: u64) -> Option<(B256, B256)>;
+    /// Waits for transactions this node's own clients sent that the other
+    /// validators were not sent yet; answers up to `max_txs` of them whose
+    /// raw sizes plus 4 bytes each sum to at most `max_bytes` (at least
+    /// one). Empty once the node stopped: nothing more will come.
+    fn outbound(&self, max_txs: usize, max_bytes: usize) -> impl Future<Output = Vec<Bytes>> + Send;
+    /// Admits transactions another validator sent, in order, as this
+    /// node's own RPC would (duplicates are `already known`), never sending
+    /// them on; returns once each was admitted or refused.
+    fn admit_from_peer(&self, txs: Vec<Bytes>) -> impl Future<Output = ()> + Send;
     /// Why the node halted, if it did.
     fn halted(&self) -> Option<String>;
     /// Halts the node (a fork, an app hash that disagrees with a finalized

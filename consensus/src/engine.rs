@@ -88,15 +88,19 @@ pub(crate) struct Setup<B: Backend> {
     pub(crate) max_pending_acks: NonZeroUsize,
     /// Prefix of every storage partition (journals, archives).
     pub(crate) partition: String,
+    /// Transaction dissemination's bounds.
+    pub(crate) gossip: crate::gossip::GossipLimits,
 }
 
-/// The five channels a validator uses, each a (sender, receiver) pair.
+/// The six channels a validator uses, each a (sender, receiver) pair.
 pub(crate) struct Channels<S, R> {
     pub(crate) votes: (S, R),
     pub(crate) certificates: (S, R),
     pub(crate) resolver: (S, R),
     pub(crate) broadcast: (S, R),
     pub(crate) backfill: (S, R),
+    /// Transaction batches (see `gossip.rs`).
+    pub(crate) txs: (S, R),
 }
 
 /// Channel numbers on the wire.
@@ -106,6 +110,7 @@ pub(crate) mod channel {
     pub(crate) const RESOLVER: u64 = 2;
     pub(crate) const BROADCAST: u64 = 3;
     pub(crate) const BACKFILL: u64 = 4;
+    pub(crate) const TXS: u64 = crate::gossip::CHANNEL;
 }
 
 /// The largest message any channel carries.
@@ -207,6 +212,18 @@ where
         },
     );
     let mut handles = vec![broadcast.start(channels.broadcast)];
+    {
+        let (sender, receiver) = channels.txs;
+        let (backend, limits) = (setup.backend.clone(), setup.gossip);
+        handles.push(
+            ctx.child("gossip_send").spawn(move |ctx| crate::gossip::send_loop(ctx, backend, sender, limits)),
+        );
+        let backend = setup.backend.clone();
+        handles.push(
+            ctx.child("gossip_receive")
+                .spawn(move |_| crate::gossip::receive_loop(backend, receiver, limits)),
+        );
+    }
 
     let finalizations = immutable::Archive::init(
         ctx.child("finalizations_by_height"),

@@ -22,6 +22,7 @@ mod app;
 pub mod backend;
 pub mod block;
 mod engine;
+mod gossip;
 pub mod lane;
 pub mod metrics;
 pub mod rules;
@@ -34,6 +35,7 @@ pub mod validators;
 
 pub use backend::{Backend, BuildRequest, Built, Closed, OnCommit, ParentRef};
 pub use engine::{EngineError, Timeouts};
+pub use gossip::{BatchError, GossipLimits};
 pub use rules::Rules;
 pub use run::{spawn, ConsensusError, Running, ValidatorConfig};
 pub use validators::{ValidatorEntry, ValidatorSet};

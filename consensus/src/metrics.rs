@@ -22,6 +22,14 @@ pub const EMPTY_PROPOSALS: &str = "sluice_consensus_empty_proposals_total";
 pub const EVIDENCE_TOTAL: &str = "sluice_consensus_evidence_total";
 /// The `kind` labels of [`EVIDENCE_TOTAL`].
 pub const EVIDENCE_KINDS: [&str; 3] = ["conflicting_notarize", "conflicting_finalize", "nullify_finalize"];
+/// Transactions of this node's clients sent to the other validators.
+pub const GOSSIP_SENT_TXS: &str = "sluice_gossip_sent_txs_total";
+/// Transaction batches sent to the other validators.
+pub const GOSSIP_SENT_BATCHES: &str = "sluice_gossip_sent_batches_total";
+/// Transactions received from other validators (before admission).
+pub const GOSSIP_RECEIVED_TXS: &str = "sluice_gossip_received_txs_total";
+/// Batches from other validators dropped whole: over a limit or malformed.
+pub const GOSSIP_REFUSED_BATCHES: &str = "sluice_gossip_refused_batches_total";
 /// Validators this one is connected to.
 pub const PEERS: &str = "sluice_consensus_peers_connected";
 /// Highest height whose app hash a finalized reference confirmed.
@@ -38,6 +46,16 @@ pub fn describe() {
     metrics::describe_counter!(EMPTY_PROPOSALS, "Proposals made empty on purpose");
     metrics::describe_counter!(EVIDENCE_TOTAL, "Conflicting votes seen, by kind");
     metrics::describe_gauge!(PEERS, "Validators connected");
+    metrics::describe_counter!(GOSSIP_SENT_TXS, "Transactions sent to the other validators");
+    metrics::describe_counter!(GOSSIP_SENT_BATCHES, "Transaction batches sent to the other validators");
+    metrics::describe_counter!(GOSSIP_RECEIVED_TXS, "Transactions received from other validators");
+    metrics::describe_counter!(
+        GOSSIP_REFUSED_BATCHES,
+        "Transaction batches dropped: over a limit or malformed"
+    );
+    for c in [GOSSIP_SENT_TXS, GOSSIP_SENT_BATCHES, GOSSIP_RECEIVED_TXS, GOSSIP_REFUSED_BATCHES] {
+        metrics::counter!(c).increment(0);
+    }
     metrics::describe_gauge!(VERIFIED_HEIGHT, "Highest height confirmed by a finalized reference");
     for g in [VIEW, FINALIZED_HEIGHT, LAG_BLOCKS, PEERS, VERIFIED_HEIGHT] {
         metrics::gauge!(g).set(0.0);

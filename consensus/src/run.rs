@@ -58,6 +58,11 @@ pub struct ValidatorConfig {
     pub votes_per_second: u32,
     /// Messages per second per peer on the block channels.
     pub blocks_per_second: u32,
+    /// Transaction batches per second per peer on the transaction channel.
+    pub gossip_batches_per_second: u32,
+    /// Transaction dissemination's bounds (a batch's bytes are also held
+    /// to the p2p network's largest message).
+    pub gossip: crate::gossip::GossipLimits,
 }
 
 /// Why consensus failed to start or stopped with an error.
@@ -177,12 +182,14 @@ async fn run<B: Backend>(
     let (mut network, mut oracle) = lookup::Network::new(ctx.child("p2p"), p2p_cfg);
     let votes = Quota::per_second(NZU32!(cfg.votes_per_second.max(1)));
     let blocks = Quota::per_second(NZU32!(cfg.blocks_per_second.max(1)));
+    let txs = Quota::per_second(NZU32!(cfg.gossip_batches_per_second.max(1)));
     let channels = Channels {
         votes: network.register(channel::VOTES, votes),
         certificates: network.register(channel::CERTIFICATES, votes),
         resolver: network.register(channel::RESOLVER, blocks),
         broadcast: network.register(channel::BROADCAST, blocks),
         backfill: network.register(channel::BACKFILL, blocks),
+        txs: network.register(channel::TXS, txs),
     };
     let network_handle = network.start();
     let _ = oracle.track(0, peers);
@@ -200,6 +207,11 @@ async fn run<B: Backend>(
         max_exec_lag_blocks: cfg.max_exec_lag_blocks,
         max_pending_acks: NZUsize!(cfg.max_pending_acks.max(1)),
         partition: "sluice".into(),
+        gossip: crate::gossip::GossipLimits {
+            // Room for the p2p layer's own framing.
+            batch_max_bytes: cfg.gossip.batch_max_bytes.min(max_message as usize - 64),
+            ..cfg.gossip
+        },
     };
     let mut handles = engine::start(ctx.child("validator"), setup, channels, oracle.clone(), oracle)
         .await

@@ -37,6 +37,7 @@ mod state_lives_on_disk;
 mod state_reads_at_any_block;
 mod store_damage_halts_cleanly;
 mod traces_follow_geth;
+mod transactions_reach_every_validator;
 mod transfers_reach_receipts;
 mod validator_config_refused;
 mod validators_agree_and_rejoin;

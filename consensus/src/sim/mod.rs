@@ -33,7 +33,7 @@ use commonware_utils::{ordered::Set, NZUsize, NZU32};
 use parking_lot::Mutex;
 use sluice_executor::{BlockExecutor as _, ExecConfig, SequentialExecutor};
 use sluice_messages::{BlockHeader, ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock};
-use sluice_store::{Genesis, GenesisAccount, Store};
+use sluice_store::{Genesis, GenesisAccount, StateReader as _, Store};
 use sluice_txpool::{PreparedTxCache, Signer};
 use tokio::sync::watch;
 
@@ -48,6 +48,13 @@ pub(crate) const CHAIN_ID: u64 = 31337;
 const BASE_FEE: u64 = 1_000_000_000;
 const GAS_LIMIT: u64 = 30_000_000;
 const QUOTA: Quota = Quota::per_second(NZU32!(10_000));
+/// Transaction dissemination as the default config bounds it.
+pub(crate) const GOSSIP: crate::gossip::GossipLimits = crate::gossip::GossipLimits {
+    batch_max_txs: 2_000,
+    batch_max_bytes: 1 << 20,
+    max_tx_bytes: 1 << 16,
+    interval: Duration::from_millis(5),
+};
 /// The default config's skip timeout.
 pub(crate) const SKIP_TIMEOUT: Duration = Duration::from_millis(2500);
 
@@ -167,6 +174,11 @@ impl Recorder {
         }
     }
 
+    /// The height of `hash`'s receipt on `node`, if it has one.
+    pub(crate) fn receipt_height(&self, node: usize, hash: &B256) -> Option<u64> {
+        self.inner.lock().receipts.get(&node)?.get(hash).copied()
+    }
+
     /// Every transaction in `sent` has exactly one receipt on `node`.
     pub(crate) fn assert_receipts(&self, node: usize, sent: &[B256]) {
         let r = self.inner.lock();
@@ -186,6 +198,11 @@ pub(crate) struct SimBackend {
     /// for up to `producer.block_time_ms` (zero: at once).
     block_time: Duration,
     mempool: Arc<Mutex<VecDeque<RecoveredTx>>>,
+    /// Admitted and not yet committed (in the pool or a proposal): what
+    /// the actors' in-flight index makes `already known`.
+    pending: Arc<Mutex<std::collections::HashSet<B256>>>,
+    /// What this node's clients sent, for the other validators.
+    outbound: (flume::Sender<Bytes>, flume::Receiver<Bytes>),
     store: Arc<Store>,
     heads: Arc<watch::Sender<u64>>,
     recorder: Recorder,
@@ -207,6 +224,8 @@ impl SimBackend {
             ctx: Arc::new(ctx),
             block_time,
             mempool: Arc::default(),
+            pending: Arc::default(),
+            outbound: flume::unbounded(),
             // As if this node's execution disagreed from that height on.
             store: Arc::new(Store::new(genesis).with_divergence_at(diverge_at.unwrap_or(0))),
             heads: Arc::new(heads),
@@ -215,8 +234,13 @@ impl SimBackend {
         }
     }
 
-    /// Admits a transaction into this node's mempool.
+    /// Admits a transaction from this node's client into its mempool,
+    /// and queues it for the other validators.
     pub(crate) fn submit(&self, tx: RecoveredTx) {
+        if !self.pending.lock().insert(tx.hash) {
+            return;
+        }
+        let _ = self.outbound.0.send(tx.raw.clone());
         self.mempool.lock().push_back(tx);
     }
 
@@ -295,6 +319,7 @@ impl Backend for SimBackend {
                 .chain(executed.skipped.iter().map(|(h, _)| *h))
                 .collect();
             self.mempool.lock().retain(|tx| !done.contains(&tx.hash));
+            self.pending.lock().retain(|h| !done.contains(h));
             self.recorder.committed(self.node, &executed, app_hash);
             self.heads.send_replace(block.header.number);
             on_commit();
@@ -304,6 +329,31 @@ impl Backend for SimBackend {
 
     fn committed(&self) -> watch::Receiver<u64> {
         self.heads.subscribe()
+    }
+
+    async fn outbound(&self, max_txs: usize, max_bytes: usize) -> Vec<Bytes> {
+        let Ok(first) = self.outbound.1.recv_async().await else { return Vec::new() };
+        let mut bytes = first.len() + 4;
+        let mut batch = vec![first];
+        // Unbounded here: a transaction that would not fit waits at the
+        // front by being taken only when it fits (sizes are uniform).
+        while batch.len() < max_txs && bytes + 200 <= max_bytes {
+            let Ok(tx) = self.outbound.1.try_recv() else { break };
+            bytes += tx.len() + 4;
+            batch.push(tx);
+        }
+        batch
+    }
+
+    async fn admit_from_peer(&self, txs: Vec<Bytes>) {
+        for raw in txs {
+            let Ok(tx) = sluice_txpool::recover_raw(raw) else { continue };
+            let committed = self.store.account(&tx.sender).ok().flatten().map_or(0, |a| a.nonce);
+            if tx.nonce() < committed || !self.pending.lock().insert(tx.hash) {
+                continue;
+            }
+            self.mempool.lock().push_back(tx);
+        }
     }
 
     fn committed_block(&self, height: u64) -> Option<(B256, B256)> {
@@ -402,19 +452,25 @@ impl Sim {
         );
         let control = self.oracle.control(self.pk(i));
         let mut reg = Vec::new();
-        for ch in
-            [channel::VOTES, channel::CERTIFICATES, channel::RESOLVER, channel::BROADCAST, channel::BACKFILL]
-        {
+        for ch in [
+            channel::VOTES,
+            channel::CERTIFICATES,
+            channel::RESOLVER,
+            channel::BROADCAST,
+            channel::BACKFILL,
+            channel::TXS,
+        ] {
             reg.push(control.register(ch, QUOTA).await.expect("register"));
         }
         let mut reg = reg.into_iter();
-        let mut next = || reg.next().expect("five channels");
+        let mut next = || reg.next().expect("six channels");
         let channels = Channels {
             votes: next(),
             certificates: next(),
             resolver: next(),
             broadcast: next(),
             backfill: next(),
+            txs: next(),
         };
         let (block, app) = sluice_store::genesis_sealed(&self.genesis);
         let setup = Setup {
@@ -436,6 +492,7 @@ impl Sim {
             max_exec_lag_blocks: 8,
             max_pending_acks: NZUsize!(4),
             partition: format!("v{i}"),
+            gossip: GOSSIP,
         };
         let (manager, blocker) = (self.oracle.manager(), control.clone());
         let handle = self.ctx.child("validator").spawn(move |ctx| async move {

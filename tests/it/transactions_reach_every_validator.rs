@@ -1,5 +1,5 @@
 //! Dissemination between real validator processes: every sender talks to
-//! validator 0 only, validator 0 is killed with SIGKILL right after its
+//! validator 0 only, validator 0 is killed with SIGKILL 50 ms after its
 //! last acceptance, and every transaction it accepted is included, on the
 //! three that are left, exactly once.
 
@@ -20,8 +20,12 @@ fn what_one_validator_accepted_is_included_after_it_dies() {
     let configs = testnet_init(&dir, 4, &[]);
     let mut nodes: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
     let deadline = Instant::now() + Duration::from_secs(120);
-    while parse_u64(&nodes[3].ok("eth_blockNumber", json!([]))) < 2 {
-        assert!(Instant::now() < deadline, "no blocks; log:\n{}", nodes[3].log());
+    // The network is up: blocks, and v0 connected to all three others (a
+    // batch to a peer not connected yet is dropped, as p2p sends are).
+    while parse_u64(&nodes[3].ok("eth_blockNumber", json!([]))) < 2
+        || nodes[0].metric("sluice_consensus_peers_connected ") != Some(3.0)
+    {
+        assert!(Instant::now() < deadline, "network not up; log:\n{}", nodes[0].log());
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -34,7 +38,7 @@ fn what_one_validator_accepted_is_included_after_it_dies() {
             accepted.push(nodes[0].send(&raw).unwrap_or_else(|e| panic!("send: {e}")));
         }
     }
-    std::thread::sleep(Duration::from_millis(30));
+    std::thread::sleep(Duration::from_millis(50));
     nodes[0].kill9();
 
     // The other three are a quorum: each accepted transaction gets one
@@ -54,7 +58,10 @@ fn what_one_validator_accepted_is_included_after_it_dies() {
     for sender in 0..4 {
         assert_eq!(nodes[3].nonce(dev(sender).address(), "latest"), 10, "sender {sender}: each nonce once");
     }
-    assert!(nodes[3].metric("sluice_gossip_admitted_total{result=\"ok\"}").unwrap_or(0.0) >= 40.0);
+    // Each reached v3 from v0 (some also in a block v0 proposed before it
+    // died: those copies were refused as known or stale, not counted ok).
+    let received = nodes[3].metric("sluice_gossip_received_txs_total ").unwrap_or(0.0);
+    assert!(received >= 40.0, "v3 received {received} of 40 from v0");
     for node in nodes.iter_mut().skip(1) {
         let status = node.terminate();
         assert!(status.success(), "a validator did not exit cleanly: {status}; log:\n{}", node.log());

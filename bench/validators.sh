@@ -2,19 +2,24 @@
 # Side by side in one run: the same pre-signed transfers from the same
 # senders against one sluice node, then against 4 validators (4 processes on
 # this machine's cores, so every transaction's sender is recovered by every
-# validator, and every block executed and committed 4 times). Senders are
-# spread over the validators' URLs (each validator proposes only what its
-# own RPC admitted); inclusion is measured on validator 0.
+# validator, and every block executed and committed 4 times). Every sender
+# talks to validator 0 only (SPREAD=1: senders spread over the four URLs);
+# the validators pass transactions on to each other, so every leader
+# proposes them. Inclusion is measured on validator 0. Then the network
+# again at half the rate it just reached, for HALF_S seconds: admission and
+# inclusion latency below saturation.
 #
 # Prints each run's load summary, then one table: included TPS, the ratio
-# network / single node, CPU per included transaction per process, and the
-# network's notarized-to-finalized latency p50/p99 (from validator 0's
-# histogram). Every run asserts nothing was lost (the load tool's own check)
-# and that all validators end on the same block hash and stateRoot.
+# network / single node, CPU per included transaction per process,
+# latencies at half rate, and the network's notarized-to-finalized latency
+# p50/p99 (from validator 0's histogram). Every run asserts nothing was
+# lost (the load tool's own check) and that all validators end on the same
+# block hash and stateRoot.
 #
 # Usage: bench/validators.sh
 # Environment: TXS (40000), ACCOUNTS (1000), CONNECTIONS (4), BATCH (100),
-#   BLOCK_TIME_MS (200), OUT (bench/results/validators), SKIP_BUILD=1.
+#   BLOCK_TIME_MS (200), SPREAD (0), HALF_S (20),
+#   OUT (bench/results/validators), SKIP_BUILD=1.
 # Everything listens on 127.0.0.1 only; every run is bounded in time.
 set -euo pipefail
 
@@ -25,6 +30,8 @@ ACCOUNTS="${ACCOUNTS:-1000}"
 CONNECTIONS="${CONNECTIONS:-4}"
 BATCH="${BATCH:-100}"
 BLOCK_TIME_MS="${BLOCK_TIME_MS:-200}"
+SPREAD="${SPREAD:-0}"
+HALF_S="${HALF_S:-20}"
 OUT="${OUT:-bench/results/validators}"
 mkdir -p "$OUT"
 
@@ -114,14 +121,27 @@ done
 for u in "${URLS[@]}"; do wait_rpc "$u" 120; done
 T0=()
 for pid in "${PIDS[@]}"; do T0+=("$(cpu_ticks "$pid")"); done
-echo "=== 4 validators: the same $TXS transfers, senders spread over 4 URLs ===" >&2
-URL_LIST="$(IFS=,; echo "${URLS[*]}")"
+if [ "$SPREAD" = 1 ]; then
+    URL_LIST="$(IFS=,; echo "${URLS[*]}")"
+    echo "=== 4 validators: the same $TXS transfers, senders spread over 4 URLs ===" >&2
+else
+    URL_LIST="${URLS[0]}"
+    echo "=== 4 validators: the same $TXS transfers, every sender on validator 0 ===" >&2
+fi
 "$SLUICE" load --url "$URL_LIST" --label validators "${LOAD_ARGS[@]}" --node-pid "${PIDS[0]}" \
     --metrics-url "http://127.0.0.1:$((BASE + 2))/metrics" \
     --json "$OUT/validators.json" 2>"$OUT/validators.progress.log" | tee "$OUT/validators.txt" >&2
 CPU=()
 for k in 0 1 2 3; do CPU+=($(( $(cpu_ticks "${PIDS[$k]}") - ${T0[$k]} ))); done
 curl -sf "http://127.0.0.1:$((BASE + 2))/metrics" >"$OUT/v0.metrics"
+
+# Below saturation: half the rate the network just reached.
+HALF_TPS="$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["included_tps"] / 2))' "$OUT/validators.json")"
+echo "=== 4 validators at half that rate: $HALF_TPS tx/s for $HALF_S s ===" >&2
+"$SLUICE" load --url "$URL_LIST" --label validators-half --workload transfer --accounts "$ACCOUNTS" --seed 1 \
+    --tps "$HALF_TPS" --duration-s "$HALF_S" --batch "$BATCH" --connections "$CONNECTIONS" \
+    --drain-timeout-s 120 --json "$OUT/validators-half.json" \
+    2>"$OUT/validators-half.progress.log" | tee "$OUT/validators-half.txt" >&2
 
 # Agreement: every validator's head block is the same block.
 sleep 2
@@ -138,13 +158,14 @@ import json, sys
 out, ticks, single_cpu, cpus = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(c) for c in sys.argv[4:]]
 s = json.load(open(f"{out}/single.json"))
 v = json.load(open(f"{out}/validators.json"))
+h = json.load(open(f"{out}/validators-half.json"))
 def get(d, *keys):
     for k in keys:
         if k in d: return d[k]
     raise KeyError(f"none of {keys} in {sorted(d)}")
 def included(d): return get(d, "included")
 def tps(d): return get(d, "included_tps")
-for name, d in (("single", s), ("validators", v)):
+for name, d in (("single", s), ("validators", v), ("validators at half rate", h)):
     lost = get(d, "admitted_not_included")
     if lost != 0 or not d["accounting_balanced"] or d["hash_mismatches"]:
         sys.exit(f"FAIL: {name} lost {lost} transactions (or its accounting does not balance)")
@@ -168,5 +189,8 @@ print(f"| one node | {included(s)} | {tps(s):.0f} | {us(single_cpu, included(s))
 per = ", ".join(f"v{i} {us(c, included(v)):.0f} us" for i, c in enumerate(cpus))
 print(f"| 4 validators | {included(v)} | {tps(v):.0f} | {per} (sum {us(sum(cpus), included(v)):.0f} us) |")
 print(f"\nnetwork / one node: {tps(v) / tps(s):.2f}x")
+lat = lambda l: f"p50 {l['p50_ms']:.0f} ms, p99 {l['p99_ms']:.0f} ms"
+print(f"at half rate ({tps(h):.0f} tx/s included): admission {lat(h['admission_latency'])}; "
+      f"inclusion {lat(h['inclusion_latency'])}")
 print(f"notarized -> finalized (v0, histogram bucket bounds): p50 <= {q(0.5)} s, p99 <= {q(0.99)} s")
 EOF

@@ -65,6 +65,15 @@ impl Backend for ActorBackend {
         tracing::error!(%reason, "halting");
         self.0.store().halt(reason);
     }
+
+    fn halt_diverged(&self, height: u64, reason: String) {
+        tracing::error!(height, %reason, "halting: this node's state is wrong");
+        self.0.store().halt_diverged(height, reason);
+    }
+
+    fn finalized(&self, height: u64) {
+        self.0.finalized(height);
+    }
 }
 
 /// The shared rules this node's config implies.

@@ -92,6 +92,7 @@ pub fn offline_rpc_state(
         limits,
         suggested_tip_wei: 1_000_000_000,
         events: sluice_rpc::events::ChainEvents::new(0, 1024),
+        sync: Arc::default(),
     }))
 }
 

@@ -371,6 +371,7 @@ impl Node {
             Recovery::start(p.recovery_workers, p.recovery_queue_txs, rules.clone())
                 .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
         probes.push(recovery_probe);
+        let sync = Arc::new(rpc::sync::SyncStatus::default());
         let admission = Arc::new(Admission {
             store: Arc::clone(&store),
             nonce: nonce_tx,
@@ -383,7 +384,7 @@ impl Node {
             prepare_tx,
             chain_events.heads(),
             Arc::clone(&store),
-            Peers { outbound: peers_rx, admission: Arc::clone(&admission) },
+            Peers { outbound: peers_rx, admission: Arc::clone(&admission), sync: Arc::clone(&sync) },
         );
         let rpc = Arc::new(RpcState {
             store: Arc::clone(&store),
@@ -395,6 +396,7 @@ impl Node {
             suggested_tip_wei: SUGGESTED_TIP_WEI,
             events: chain_events,
             filters: rpc::filters::Filters::new(&cfg.rpc),
+            sync: Arc::clone(&sync),
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;

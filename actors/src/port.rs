@@ -56,6 +56,8 @@ pub(crate) struct Peers {
     /// `None` outside validator mode.
     pub(crate) outbound: Option<flume::Receiver<Bytes>>,
     pub(crate) admission: Arc<Admission>,
+    /// Where `eth_syncing` learns how far consensus has finalized.
+    pub(crate) sync: Arc<sluice_rpc::sync::SyncStatus>,
 }
 
 impl std::fmt::Debug for ValidatorPort {
@@ -106,6 +108,11 @@ impl ValidatorPort {
             batch.push(tx);
         }
         batch
+    }
+
+    /// Consensus has seen blocks finalized up to `height`.
+    pub fn finalized(&self, height: u64) {
+        self.peers.sync.finalized(height);
     }
 
     /// Admits transactions another validator sent, in order, as this

@@ -84,7 +84,13 @@ pub trait Backend: Clone + Send + Sync + 'static {
     fn admit_from_peer(&self, txs: Vec<Bytes>) -> impl Future<Output = ()> + Send;
     /// Why the node halted, if it did.
     fn halted(&self) -> Option<String>;
-    /// Halts the node (a fork, an app hash that disagrees with a finalized
-    /// reference).
+    /// Halts the node (the pipeline cannot take what consensus decided).
     fn halt(&self, reason: String);
+    /// Halts the node because its state is wrong from `height` on (it
+    /// committed another block there than the one finalized): it answers
+    /// no state reads any more.
+    fn halt_diverged(&self, height: u64, reason: String);
+    /// Consensus has seen blocks finalized up to `height` (this node may
+    /// not have committed them yet: `eth_syncing` reports the gap).
+    fn finalized(&self, height: u64);
 }

@@ -56,6 +56,7 @@ impl<B: Backend> Reporter for Sink<B> {
             Update::Tip(_, height, _) => {
                 let h = height.get();
                 self.finalized.fetch_max(h, Ordering::AcqRel);
+                self.backend.finalized(h);
                 metrics::gauge!(m::FINALIZED_HEIGHT).set(h as f64);
                 let committed = *self.backend.committed().borrow();
                 metrics::gauge!(m::LAG_BLOCKS).set(h.saturating_sub(committed) as f64);
@@ -129,9 +130,10 @@ pub(crate) async fn forward<B, F, Fut>(
                 continue;
             }
             Some((mine, _)) => {
-                backend.halt(format!(
-                    "fork: block {number} was finalized as {hash}, but this node committed {mine}"
-                ));
+                backend.halt_diverged(
+                    number,
+                    format!("fork: block {number} was finalized as {hash}, but this node committed {mine}"),
+                );
                 return;
             }
             None => {}

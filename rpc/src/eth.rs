@@ -94,7 +94,8 @@ pub async fn dispatch(
         "net_peerCount" => Ok(hex_u64(0)),
         "web3_clientVersion" => Ok(json!(format!("sluice/v{}/rust", env!("CARGO_PKG_VERSION")))),
         "web3_sha3" => Ok(json!(sluice_messages::keccak256(&p.bytes(0)?))),
-        "eth_syncing" | "eth_mining" => Ok(Value::Bool(false)),
+        "eth_syncing" => Ok(s.sync.answer(s.store.head())),
+        "eth_mining" => Ok(Value::Bool(false)),
         "eth_accounts" => Ok(json!([])),
         "eth_coinbase" => Ok(json!(s.store.head_block().block.header.coinbase)),
         "eth_blockNumber" => Ok(hex_u64(s.store.head())),
@@ -189,12 +190,14 @@ pub async fn dispatch(
         }
         "eth_getTransactionReceipt" => {
             let hash = p.hash(0)?;
+            crate::sync::state_readable(&s.store)?;
             Ok(match s.store.transaction(&hash) {
                 Some((b, i)) => format::receipt(&b, &b.receipts[i], format::first_log_index(&b, i)),
                 None => Value::Null,
             })
         }
         "eth_getBlockReceipts" => {
+            crate::sync::state_readable(&s.store)?;
             Ok(find_block(s, p.block(0)?)?.map_or(Value::Null, |b| format::receipts(&b)))
         }
         "eth_getLogs" => super::logs::get_logs(s, p.req(0)?),
@@ -318,6 +321,7 @@ impl<'a> StateView<'a> {
 /// The state a block selector names: geth's "header not found" past the
 /// head, and the store's "missing trie node" before its history.
 pub(crate) fn state_at(s: &RpcState, id: BlockId) -> Result<StateView<'_>, RpcError> {
+    crate::sync::state_readable(&s.store)?;
     if matches!(id, BlockId::Latest | BlockId::Pending) {
         return Ok(StateView::Head);
     }

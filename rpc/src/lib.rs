@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod params;
 pub mod pipeline;
 pub mod server;
+pub mod sync;
 pub mod trace;
 pub mod ws;
 
@@ -52,6 +53,8 @@ pub struct RpcState {
     pub events: ChainEvents,
     /// Installed polling filters (`eth_newFilter` and the rest).
     pub filters: filters::Filters,
+    /// What `eth_syncing` answers (a validator catching up).
+    pub sync: Arc<sync::SyncStatus>,
 }
 
 /// Shared handle.

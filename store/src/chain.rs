@@ -45,6 +45,11 @@ struct Inner {
     /// of it, which held a commit for 140-190 ms.
     txs: Option<HashMap<B256, TxLocation>>,
     halted: Option<String>,
+    /// Set with `halted` when the halt says this node's state is wrong
+    /// (another app hash than a quorum's, a fork): the first height it
+    /// concerns, and why. Reads of state and receipts are refused then;
+    /// after any other halt (a full disk) they are served.
+    diverged: Option<(u64, String)>,
 }
 
 impl Inner {
@@ -254,6 +259,7 @@ impl Store {
             by_hash: HashMap::new(),
             txs: Some(HashMap::new()),
             halted: None,
+            diverged: None,
         };
         inner.push(Arc::new(block));
         Store {
@@ -315,6 +321,7 @@ impl Store {
             by_hash: HashMap::new(),
             txs: None,
             halted: None,
+            diverged: None,
         };
         let first = head.saturating_sub(opts.cache_blocks.max(1) as u64 - 1);
         for n in first..=head {
@@ -546,10 +553,14 @@ impl Store {
         let mine = if claim.height < number { self.block(claim.height).map(|b| b.app_hash) } else { None };
         let err = match mine {
             Some(mine) if mine == claim.app_hash => return Ok(()),
-            Some(mine) => StoreError::Corrupt(format!(
-                "app hash mismatch at height {}: finalized block {number} carries {}, this node computed {mine}",
-                claim.height, claim.app_hash
-            )),
+            Some(mine) => {
+                let err = StoreError::Corrupt(format!(
+                    "app hash mismatch at height {}: finalized block {number} carries {}, this node computed {mine}",
+                    claim.height, claim.app_hash
+                ));
+                self.halt_diverged(claim.height, err.to_string());
+                return Err(err);
+            }
             None => StoreError::Corrupt(format!(
                 "finalized block {number} refers to height {}, which this node has not committed",
                 claim.height
@@ -596,6 +607,22 @@ impl Store {
     /// Latches a failure: every later commit fails with it.
     pub fn halt(&self, reason: String) {
         self.inner.write().halted.get_or_insert(reason);
+    }
+
+    /// Latches a failure that makes this node's state untrustworthy from
+    /// `height` on (its app hash there disagrees with what a quorum
+    /// finalized, or it committed another block there): as [`Store::halt`],
+    /// and [`Store::diverged`] answers from now on.
+    pub fn halt_diverged(&self, height: u64, reason: String) {
+        let mut inner = self.inner.write();
+        inner.halted.get_or_insert_with(|| reason.clone());
+        inner.diverged.get_or_insert((height, reason));
+    }
+
+    /// The height from which this node's state is known wrong, and why;
+    /// `None` unless [`Store::halt_diverged`] latched.
+    pub fn diverged(&self) -> Option<(u64, String)> {
+        self.inner.read().diverged.clone()
     }
 
     /// Logs matching `filter`, at most `limit` of them; `None` when more

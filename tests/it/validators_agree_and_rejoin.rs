@@ -202,6 +202,19 @@ fn a_diverged_validator_halts_and_the_others_go_on() {
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|n| n.parse::<u64>().ok());
     assert!(named.is_some_and(|n| n >= 5), "halted naming {named:?}; log:\n{log}");
+    // Its state is wrong: state reads and receipts answer the halt, not
+    // stale values; the chain it has is still served.
+    let said = |e: Value| e["message"].as_str().unwrap_or_default().to_string();
+    let balance = nodes[2].call("eth_getBalance", json!([dev(0).address(), "latest"])).map_err(said);
+    assert!(
+        balance
+            .as_ref()
+            .is_err_and(|m| m.contains("its state is wrong from height") && m.contains("app hash")),
+        "{balance:?}"
+    );
+    let receipt = nodes[2].call("eth_getTransactionReceipt", json!([B256::ZERO])).map_err(said);
+    assert!(receipt.is_err_and(|m| m.contains("halted")));
+    assert!(height(&nodes[2]) >= 1, "blocks are still served");
     // The others keep finalizing, including their senders' transfers.
     let h = height(&nodes[0]);
     transfers(&nodes[0], 0, 2);

@@ -370,6 +370,12 @@ impl Backend for SimBackend {
     fn halt(&self, reason: String) {
         self.store.halt(reason);
     }
+
+    fn halt_diverged(&self, height: u64, reason: String) {
+        self.store.halt_diverged(height, reason);
+    }
+
+    fn finalized(&self, _height: u64) {}
 }
 
 /// The simulated network of `n` validators.

@@ -127,6 +127,8 @@ fn diverged_node_halts() {
             .and_then(|rest| rest.split(':').next())
             .and_then(|h| h.parse().ok());
         assert!(at.is_some_and(|h| h >= 10), "{reason}");
+        let diverged = sim.backend(2).store.diverged().map(|(h, _)| h);
+        assert_eq!(diverged, at, "latched as a divergence from the named height: state reads refused");
         assert!(sim.recorder.head(2) < 30, "a halted validator kept committing");
         sim.recorder.assert_identical(&honest, 30);
         for i in honest {

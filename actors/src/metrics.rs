@@ -200,6 +200,9 @@ fn zeros() {
     metrics::counter!(RPC_REQUESTS, "method" => "eth_blockNumber").increment(0);
     metrics::counter!(RPC_ERRORS, "code" => "-32000").increment(0);
     metrics::counter!(TX_ADMISSION, "result" => "ok").increment(0);
+    metrics::counter!(GOSSIP_ADMITTED, "result" => "ok").increment(0);
+    metrics::counter!(GOSSIP_UNSENT).increment(0);
+    metrics::counter!(MEMPOOL_PRUNED, "reason" => "included").increment(0);
     let _ = metrics::histogram!(RPC_SECONDS, "method" => "eth_blockNumber");
     let _ = metrics::histogram!(NONCE_RESERVE_SECONDS);
     for phase in ["speculate", "validate", "merge"] {

@@ -119,6 +119,16 @@ for i in 0 1 2 3; do
     URLS+=("http://127.0.0.1:$((BASE + 3 * i + 1))")
 done
 for u in "${URLS[@]}"; do wait_rpc "$u" 120; done
+# Every validator connected to the three others before any load: a batch
+# sent to a peer not yet connected is dropped (p2p sends are unreliable),
+# and the gaps it leaves make that peer refuse the senders' later nonces.
+for i in 0 1 2 3; do
+    deadline=$((SECONDS + 60))
+    until curl -sf "http://127.0.0.1:$((BASE + 3 * i + 2))/metrics" | grep -q '^sluice_consensus_peers_connected 3'; do
+        if [ $SECONDS -ge $deadline ]; then echo "validator $i not connected to the others in 60 s" >&2; exit 1; fi
+        sleep 0.2
+    done
+done
 T0=()
 for pid in "${PIDS[@]}"; do T0+=("$(cpu_ticks "$pid")"); done
 if [ "$SPREAD" = 1 ]; then
@@ -133,7 +143,7 @@ fi
     --json "$OUT/validators.json" 2>"$OUT/validators.progress.log" | tee "$OUT/validators.txt" >&2
 CPU=()
 for k in 0 1 2 3; do CPU+=($(( $(cpu_ticks "${PIDS[$k]}") - ${T0[$k]} ))); done
-curl -sf "http://127.0.0.1:$((BASE + 2))/metrics" >"$OUT/v0.metrics"
+for i in 0 1 2 3; do curl -sf "http://127.0.0.1:$((BASE + 3 * i + 2))/metrics" >"$OUT/v$i.metrics"; done
 
 # Below saturation: half the rate the network just reached.
 HALF_TPS="$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["included_tps"] / 2))' "$OUT/validators.json")"

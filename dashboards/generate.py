@@ -460,6 +460,11 @@ def consensus():
     d.ts("Empty proposals", "Proposals made empty on purpose: execution too far behind (exec_lag), or an "
          "own proposal unresolved on another branch (lane).",
          [t(rate("sluice_consensus_empty_proposals_total", by="reason"), "{{reason}}")], BLOCKPS, w=8)
+    d.ts("Views nullified", "Views that ended without a block (leader slow, down or cut off), per second.",
+         [t(f"sum({rate('sluice_consensus_nullified_views_total')})", "nullified")], "cps", w=8)
+    d.panel("stat", "Since the last finalized block", "Seconds since this validator last saw a block "
+            "finalized: more than a few block times means the network, or this validator, is stalled.",
+            [t(f"time() - sluice_consensus_last_finalized_timestamp_seconds{sel()}", "seconds")], "s", w=8, h=6)
     d.panel("stat", "Peers connected", "Other validators this one is connected to.",
             [t(f"sluice_consensus_peers_connected{sel()}", "peers")], "none", w=8, h=6)
     d.ts("Evidence of equivocation", "Conflicting votes a validator signed, verified by simplex and "

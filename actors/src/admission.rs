@@ -238,8 +238,8 @@ async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
 }
 
 /// Admits a batch another validator sent, in its order, as this node's
-/// own RPC would (recovery, nonce rules, the future queue, `already known`
-/// for what is here already), and never sends it on. Unlike RPC it waits
+/// own RPC would (recovery, nonce rules, `already known` for what is here
+/// already; but a nonce gap is refused, not held), and never sends it on. Unlike RPC it waits
 /// for room in the recovery queue rather than refusing: the batch is
 /// already here, and waiting slows the sender's channel instead.
 /// Outcomes are counted in `sluice_gossip_admitted_total{result}`.
@@ -253,7 +253,11 @@ pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
         } else {
             state.recovery.submit_waiting(raw).await
         };
-        begun.push(Begun { received: Instant::now(), recovering, hold_gaps: true, from_peer: true });
+        // A gap here means a batch from the same validator was lost (p2p
+        // sends are unreliable): the rest of that sender's transactions
+        // would wait for it in the future queue, filling it for everyone.
+        // Refused instead; the validator that admitted them proposes them.
+        begun.push(Begun { received: Instant::now(), recovering, hold_gaps: false, from_peer: true });
     }
     for b in begun {
         let outcome = match admit(state, b).await {

@@ -272,7 +272,12 @@ where
 
     let lane = Arc::new(Mutex::new(Lane::default()));
     let (tx, rx) = flume::bounded(setup.max_pending_acks.get());
-    let sink = Sink { tx, finalized: Arc::new(AtomicU64::new(0)), backend: setup.backend.clone() };
+    let sink = Sink {
+        tx,
+        finalized: Arc::new(AtomicU64::new(0)),
+        backend: setup.backend.clone(),
+        catching_up: Arc::default(),
+    };
     let processed = floor.processed().map_or(0, |p| p.height().get());
     {
         let (backend, lane, marshal) = (setup.backend.clone(), Arc::clone(&lane), marshal.clone());

@@ -132,7 +132,7 @@ pub(crate) async fn send_loop<E: Clock, B: Backend, S: Sender>(
 }
 
 /// Admits what other validators send, as this node's own RPC would
-/// (recovery, nonce rules, the future queue, `already known`); never sends
+/// (recovery, nonce rules, `already known`; a nonce gap, from a lost batch, is refused rather than held); never sends
 /// it on. A batch that breaks the limits is dropped whole and logged.
 pub(crate) async fn receive_loop<B: Backend, R: Receiver>(backend: B, mut receiver: R, limits: GossipLimits) {
     while let Ok((peer, msg)) = receiver.recv().await {

@@ -30,6 +30,12 @@ pub const GOSSIP_SENT_BATCHES: &str = "sluice_gossip_sent_batches_total";
 pub const GOSSIP_RECEIVED_TXS: &str = "sluice_gossip_received_txs_total";
 /// Batches from other validators dropped whole: over a limit or malformed.
 pub const GOSSIP_REFUSED_BATCHES: &str = "sluice_gossip_refused_batches_total";
+/// Views this validator saw nullified (no block for them: the leader was
+/// slow, down or cut off).
+pub const NULLIFIED_VIEWS: &str = "sluice_consensus_nullified_views_total";
+/// Unix time (seconds) this validator last saw a block finalized: the
+/// dashboard shows the time since.
+pub const LAST_FINALIZED_TIME: &str = "sluice_consensus_last_finalized_timestamp_seconds";
 /// Validators this one is connected to.
 pub const PEERS: &str = "sluice_consensus_peers_connected";
 /// Highest height whose app hash a finalized reference confirmed.
@@ -46,6 +52,10 @@ pub fn describe() {
     metrics::describe_counter!(EMPTY_PROPOSALS, "Proposals made empty on purpose");
     metrics::describe_counter!(EVIDENCE_TOTAL, "Conflicting votes seen, by kind");
     metrics::describe_gauge!(PEERS, "Validators connected");
+    metrics::describe_counter!(NULLIFIED_VIEWS, "Views nullified (no block)");
+    metrics::describe_gauge!(LAST_FINALIZED_TIME, "Unix time of the last finalization seen");
+    metrics::counter!(NULLIFIED_VIEWS).increment(0);
+    metrics::gauge!(LAST_FINALIZED_TIME).set(unix_now());
     metrics::describe_counter!(GOSSIP_SENT_TXS, "Transactions sent to the other validators");
     metrics::describe_counter!(GOSSIP_SENT_BATCHES, "Transaction batches sent to the other validators");
     metrics::describe_counter!(GOSSIP_RECEIVED_TXS, "Transactions received from other validators");
@@ -72,4 +82,9 @@ pub fn describe() {
     }
     // Registered without an observation: count 0 from the first scrape.
     let _ = metrics::histogram!(FINALIZE_SECONDS);
+}
+
+/// Seconds since the Unix epoch, now (0 if the clock is before it).
+pub(crate) fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }

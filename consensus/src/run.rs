@@ -226,13 +226,17 @@ async fn run<B: Backend>(
         let (backend, ctx) = (backend.clone(), ctx.child("halt_watch"));
         let (set_hash, others) = (cfg.set_hash, cfg.set.validator.len() - 1);
         async move {
-            let mut alone = 0u32;
+            let (mut alone, mut was) = (0u32, 0.0);
             loop {
                 if let Some(reason) = backend.halted() {
                     return reason;
                 }
                 let peers = connected_peers(&ctx.encode());
                 metrics::gauge!(crate::metrics::PEERS).set(peers);
+                if peers != was {
+                    tracing::info!(peers, of = others, "validators connected");
+                    was = peers;
+                }
                 // A validator whose validators.toml differs signs its
                 // handshakes under another namespace: every peer refuses
                 // it, and the p2p stack says so only at debug level.

@@ -46,7 +46,14 @@ pub(crate) struct Sink<B: Backend> {
     pub(crate) tx: flume::Sender<Finalized>,
     pub(crate) finalized: Arc<AtomicU64>,
     pub(crate) backend: B,
+    /// Committed more than [`CATCH_UP_LAG_BLOCKS`] behind finalization
+    /// (logged when it starts and ends).
+    pub(crate) catching_up: Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// Further behind finalization than this is catching up (as `eth_syncing`
+/// says it: a validator under load trails by a few blocks).
+const CATCH_UP_LAG_BLOCKS: u64 = 8;
 
 impl<B: Backend> Reporter for Sink<B> {
     type Activity = Update<ChainBlock, Exact>;
@@ -59,7 +66,16 @@ impl<B: Backend> Reporter for Sink<B> {
                 self.backend.finalized(h);
                 metrics::gauge!(m::FINALIZED_HEIGHT).set(h as f64);
                 let committed = *self.backend.committed().borrow();
-                metrics::gauge!(m::LAG_BLOCKS).set(h.saturating_sub(committed) as f64);
+                let lag = h.saturating_sub(committed);
+                metrics::gauge!(m::LAG_BLOCKS).set(lag as f64);
+                let behind = lag > CATCH_UP_LAG_BLOCKS;
+                if self.catching_up.swap(behind, Ordering::AcqRel) != behind {
+                    if behind {
+                        tracing::info!(finalized = h, committed, "catching up");
+                    } else {
+                        tracing::info!(finalized = h, committed, "caught up");
+                    }
+                }
             }
             Update::Block(block, ack) => {
                 if let Err(e) = self.tx.try_send((block, ack)) {
@@ -210,8 +226,12 @@ where
                 }
                 seen.retain(|v, _| *v > view);
                 metrics::gauge!(m::VIEW).set(view as f64);
+                metrics::gauge!(m::LAST_FINALIZED_TIME).set(m::unix_now());
             }
-            Activity::Nullification(_) => metrics::gauge!(m::VIEW).set(view as f64),
+            Activity::Nullification(_) => {
+                metrics::counter!(m::NULLIFIED_VIEWS).increment(1);
+                metrics::gauge!(m::VIEW).set(view as f64);
+            }
             Activity::ConflictingNotarize(e) => {
                 self.evidence("conflicting_notarize", view, e.signer(), &e.encode())
             }

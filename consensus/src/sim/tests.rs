@@ -385,3 +385,75 @@ fn the_receiving_validator_dies_right_after_admitting_and_nothing_is_lost() {
         }
     });
 }
+
+/// Virtual seconds from now until every node in `nodes` has committed
+/// above `above`.
+async fn resume_time(sim: &Sim, nodes: &[usize], above: u64, limit: Duration) -> f64 {
+    use commonware_runtime::Clock as _;
+    let start = sim.ctx.current();
+    sim.reach(nodes, above + 1, limit).await;
+    sim.ctx.current().duration_since(start).unwrap_or_default().as_secs_f64()
+}
+
+/// A 2|2 split for 20 s, then healed: how long until blocks resume on all
+/// four, and until what was accepted during the split is in.
+#[test]
+fn a_split_network_resumes_after_the_heal() {
+    run("a_split_network_resumes_after_the_heal", 31, |ctx| async move {
+        let mut sim = Sim::new(ctx, 4, link(10, 2, 100)).await;
+        for i in 0..4 {
+            sim.start(i, None).await;
+        }
+        let all = [0, 1, 2, 3];
+        let (mut nonces, mut sent) = (HashMap::new(), Vec::new());
+        submit(&sim, &all, 5, &mut nonces, &mut sent);
+        sim.reach(&all, 10, MINUTE).await;
+        sim.cut(&[0, 1], &[2, 3]).await;
+        sim.sleep(Duration::from_secs(1)).await;
+        let mut during = Vec::new();
+        submit(&sim, &all, 5, &mut nonces, &mut during);
+        sim.sleep(Duration::from_secs(19)).await;
+        let stalled = sim.max_head();
+        sim.link_all(link(10, 2, 100)).await;
+        let resumed = resume_time(&sim, &all, stalled, MINUTE).await;
+        use commonware_runtime::Clock as _;
+        let healed = sim.ctx.current();
+        while all.iter().any(|&i| during.iter().any(|h| sim.recorder.receipt_height(i, h).is_none())) {
+            sim.sleep(Duration::from_millis(100)).await;
+            assert!(
+                sim.ctx.current().duration_since(healed).unwrap_or_default() < MINUTE,
+                "split txs never included"
+            );
+        }
+        let included = resumed + sim.ctx.current().duration_since(healed).unwrap_or_default().as_secs_f64();
+        eprintln!("2|2 split of 20 s: blocks resumed on all four {resumed:.2} s after the heal, split txs in {included:.2} s");
+        assert!(resumed <= 3.0, "blocks resumed {resumed:.2} s after the heal");
+        assert!(included <= 5.0, "split transactions included {included:.2} s after the heal");
+    });
+}
+
+/// One validator cut off for 25 s, then healed: how long until it is at
+/// the others' head.
+#[test]
+fn an_isolated_validator_catches_up_after_the_heal() {
+    run("an_isolated_validator_catches_up_after_the_heal", 32, |ctx| async move {
+        let mut sim = Sim::new(ctx, 4, link(10, 2, 100)).await;
+        for i in 0..4 {
+            sim.start(i, None).await;
+        }
+        let all = [0, 1, 2, 3];
+        sim.reach(&all, 5, MINUTE).await;
+        sim.cut(&[3], &[0, 1, 2]).await;
+        sim.sleep(Duration::from_secs(25)).await;
+        let head = sim.max_head();
+        let behind = head - sim.recorder.head(3).min(head);
+        assert!(behind >= 10, "the others went on without it ({behind} blocks)");
+        sim.link_all(link(10, 2, 100)).await;
+        use commonware_runtime::Clock as _;
+        let healed = sim.ctx.current();
+        sim.reach(&[3], head, MINUTE).await;
+        let took = sim.ctx.current().duration_since(healed).unwrap_or_default().as_secs_f64();
+        eprintln!("isolated 25 s ({behind} blocks behind): at the others' head {took:.2} s after the heal");
+        assert!(took <= 5.0, "caught up {took:.2} s after the heal");
+    });
+}

@@ -6,16 +6,11 @@
 use std::time::{Duration, Instant};
 
 use alloy_primitives::Address;
-use serde_json::json;
 
 use crate::{
     support::*,
-    validators_agree_and_rejoin::{start_validator, testnet_init},
+    validators_agree_and_rejoin::{height, start_validator, testnet_init, wait_network_up},
 };
-
-fn height(node: &TestNode) -> u64 {
-    parse_u64(&node.ok("eth_blockNumber", json!([])))
-}
 
 #[test]
 fn an_idle_network_seals_about_one_block_a_second() {
@@ -23,11 +18,7 @@ fn an_idle_network_seals_about_one_block_a_second() {
     let _ = std::fs::remove_dir_all(&dir);
     let configs = testnet_init(&dir, 4, &[]);
     let mut nodes: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while height(&nodes[1]) < 2 || nodes[1].metric("sluice_consensus_peers_connected ") != Some(3.0) {
-        assert!(Instant::now() < deadline, "network not up; log:\n{}", nodes[1].log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_network_up(&nodes);
 
     // 100 ms block time (testnet init's here): without the wait, ~5 a second.
     let (h0, t0) = (height(&nodes[1]), Instant::now());

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::{
     support::*,
-    validators_agree_and_rejoin::{start_validator, testnet_init},
+    validators_agree_and_rejoin::{start_validator, testnet_init, wait_network_up},
 };
 
 #[test]
@@ -19,15 +19,7 @@ fn what_one_validator_accepted_is_included_after_it_dies() {
     let _ = std::fs::remove_dir_all(&dir);
     let configs = testnet_init(&dir, 4, &[]);
     let mut nodes: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    // The network is up: blocks, and v0 connected to all three others (a
-    // batch to a peer not connected yet is dropped, as p2p sends are).
-    while parse_u64(&nodes[3].ok("eth_blockNumber", json!([]))) < 2
-        || nodes[0].metric("sluice_consensus_peers_connected ") != Some(3.0)
-    {
-        assert!(Instant::now() < deadline, "network not up; log:\n{}", nodes[0].log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_network_up(&nodes);
 
     // Four senders, all on validator 0.
     let mut accepted: Vec<B256> = Vec::new();

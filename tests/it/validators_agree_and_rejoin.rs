@@ -72,8 +72,22 @@ pub(crate) fn start_validator(config: &Path, extra_env: &[(&str, &str)]) -> Test
     TestNode::start(&env, &["--config", config])
 }
 
-fn height(node: &TestNode) -> u64 {
+pub(crate) fn height(node: &TestNode) -> u64 {
     parse_u64(&node.ok("eth_blockNumber", json!([])))
+}
+
+/// Waits until every validator has blocks and is connected to all the
+/// others (a transaction batch sent to a peer not yet connected is
+/// dropped, as p2p sends are).
+pub(crate) fn wait_network_up(nodes: &[TestNode]) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let others = Some(nodes.len() as f64 - 1.0);
+    for node in nodes {
+        while height(node) < 2 || node.metric("sluice_consensus_peers_connected ") != others {
+            assert!(Instant::now() < deadline, "network not up; log:\n{}", node.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 fn wait_height(node: &TestNode, h: u64, what: &str) {

@@ -9,15 +9,12 @@ use alloy_primitives::Address;
 
 use crate::{
     support::*,
-    validators_agree_and_rejoin::{height, start_validator, testnet_init, wait_network_up},
+    validators_agree_and_rejoin::{height, start_network, wait_network_up},
 };
 
 #[test]
 fn an_idle_network_seals_about_one_block_a_second() {
-    let dir = std::env::temp_dir().join(format!("sluice-net-idle-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let configs = testnet_init(&dir, 4, &[]);
-    let mut nodes: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    let (dir, mut nodes) = start_network("idle");
     wait_network_up(&nodes);
 
     // 100 ms block time (testnet init's here): without the wait, ~5 a second.

@@ -10,15 +10,12 @@ use serde_json::json;
 
 use crate::{
     support::*,
-    validators_agree_and_rejoin::{start_validator, testnet_init, wait_network_up},
+    validators_agree_and_rejoin::{start_network, wait_network_up},
 };
 
 #[test]
 fn what_one_validator_accepted_is_included_after_it_dies() {
-    let dir = std::env::temp_dir().join(format!("sluice-net-gossip-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let configs = testnet_init(&dir, 4, &[]);
-    let mut nodes: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    let (dir, mut nodes) = start_network("gossip");
     wait_network_up(&nodes);
 
     // Four senders, all on validator 0.

@@ -76,6 +76,15 @@ pub(crate) fn height(node: &TestNode) -> u64 {
     parse_u64(&node.ok("eth_blockNumber", json!([])))
 }
 
+/// Four validators from `testnet init` in a fresh temp dir named for
+/// `tag`, each started; returns the dir (remove it at the end) and them.
+pub(crate) fn start_network(tag: &str) -> (PathBuf, Vec<TestNode>) {
+    let dir = std::env::temp_dir().join(format!("sluice-net-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let nodes = testnet_init(&dir, 4, &[]).iter().map(|c| start_validator(c, &[])).collect();
+    (dir, nodes)
+}
+
 /// Waits until every validator has blocks and is connected to all the
 /// others (a transaction batch sent to a peer not yet connected is
 /// dropped, as p2p sends are).
@@ -143,10 +152,7 @@ fn assert_identical(nodes: &[&TestNode], upto: u64) {
 
 #[test]
 fn validators_agree_survive_a_kill_and_rejoin() {
-    let dir = std::env::temp_dir().join(format!("sluice-net-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let configs = testnet_init(&dir, 4, &[]);
-    let mut nodes: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    let (dir, mut nodes) = start_network("rejoin");
 
     // Each dev account sends to its own validator: inclusion needs that
     // validator to lead, so this proves every one of them proposes.

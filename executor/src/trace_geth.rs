@@ -115,12 +115,12 @@ fn geth_error(status: &str, log: &StructLog) -> String {
     let op = (0..=u8::MAX).filter_map(OpCode::new).find(|o| o.as_str() == log.op);
     let stack_len = log.stack.as_ref().map(Vec::len);
     match name {
-        "OutOfGas"
-        | "MemoryOOG"
-        | "MemoryLimitOOG"
-        | "PrecompileOOG"
-        | "InvalidOperandOOG"
-        | "ReentrancySentryOOG" => "out of gas".into(),
+        "OutOfGas" | "MemoryOOG" | "MemoryLimitOOG" | "PrecompileOOG" | "InvalidOperandOOG" => {
+            "out of gas".into()
+        }
+        // core/vm/operations_acl.go: an SSTORE with no more than the
+        // EIP-2200 sentry's 2300 gas left.
+        "ReentrancySentryOOG" => "not enough gas for reentrancy sentry".into(),
         "InvalidFEOpcode" => "invalid opcode: INVALID".into(),
         "OpcodeNotFound" | "NotActivated" => format!("invalid opcode: {}", log.op),
         "InvalidJump" => "invalid jump destination".into(),
@@ -177,6 +177,11 @@ mod tests {
         let cases = [
             (InstructionResult::OutOfGas, step("SSTORE", None), "out of gas"),
             (InstructionResult::MemoryOOG, step("MSTORE", None), "out of gas"),
+            (
+                InstructionResult::ReentrancySentryOOG,
+                step("SSTORE", None),
+                "not enough gas for reentrancy sentry",
+            ),
             (InstructionResult::InvalidFEOpcode, step("INVALID", None), "invalid opcode: INVALID"),
             (InstructionResult::InvalidJump, step("JUMP", None), "invalid jump destination"),
             (InstructionResult::StackUnderflow, step("ADD", Some(1)), "stack underflow (1 <=> 2)"),

@@ -88,7 +88,12 @@ export function withoutCoinbase(trace) {
  */
 export function normalize(name, sluice, anvil, gasLimit) {
   if (name.startsWith("struct logger")) {
-    const geth = { OutOfGas: "out of gas", InvalidFEOpcode: "invalid opcode: INVALID", InvalidJump: "invalid jump destination" };
+    const geth = {
+      OutOfGas: "out of gas",
+      ReentrancySentryOOG: "not enough gas for reentrancy sentry",
+      InvalidFEOpcode: "invalid opcode: INVALID",
+      InvalidJump: "invalid jump destination",
+    };
     for (const l of sluice.structLogs) assert.ok(!l.error?.startsWith("Some("), `${name}: geth's words, not ${l.error}`);
     const words = (l) => {
       const debug = l.error?.match(/^Some\((\w+)\)$/);

@@ -467,6 +467,10 @@ def consensus():
             [t(f"time() - sluice_consensus_last_finalized_timestamp_seconds{sel()}", "seconds")], "s", w=8, h=6)
     d.panel("stat", "Peers connected", "Other validators this one is connected to.",
             [t(f"sluice_consensus_peers_connected{sel()}", "peers")], "none", w=8, h=6)
+    d.ts("Peer links dropped as dead", "Peer connections that brought nothing, not even a ping, for "
+         "consensus.p2p_idle_timeout_ms and were dropped and redialled: a cut link or partition. Zero "
+         "on a healthy network.", [t(f"sum({rate('sluice_p2p_idle_disconnects_total')})", "dropped")],
+         "cps", w=8, h=6)
     d.ts("Evidence of equivocation", "Conflicting votes a validator signed, verified by simplex and "
          "logged at warn with the proof (both signed votes): any non-zero value is a faulty or malicious "
          "validator.", [t(rate("sluice_consensus_evidence_total", by="kind"), "{{kind}}")], "cps", w=8, h=6)

@@ -12,7 +12,8 @@ use sluice_config::Config;
 use sluice_consensus::{
     testnet::{self, TestnetSpec},
     validators::{load_key, ValidatorSet},
-    Backend, BuildRequest, Built, Closed, GossipLimits, OnCommit, Rules, Timeouts, ValidatorConfig,
+    Backend, BuildRequest, Built, Closed, GossipLimits, LinkTimeouts, OnCommit, Rules, Timeouts,
+    ValidatorConfig,
 };
 use sluice_messages::{RecoveredTx, SealedBlock};
 use tokio::sync::watch;
@@ -154,6 +155,12 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
             retry: Duration::from_millis(c.timeout_retry_ms),
             skip: Duration::from_millis(c.skip_timeout_ms),
             fetch: Duration::from_millis(c.fetch_timeout_ms),
+        },
+        links: LinkTimeouts {
+            ping_interval: Duration::from_millis(c.p2p_ping_interval_ms),
+            idle: Duration::from_millis(c.p2p_idle_timeout_ms),
+            dial: Duration::from_millis(c.p2p_dial_timeout_ms),
+            reconnect_cooldown: Duration::from_millis(c.p2p_reconnect_cooldown_ms),
         },
         max_exec_lag_blocks: c.max_exec_lag_blocks,
         max_pending_acks: c.max_pending_acks,

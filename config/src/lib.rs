@@ -186,6 +186,10 @@ impl Default for Config {
                 timeout_retry_ms: 1000,
                 skip_timeout_ms: 2500,
                 fetch_timeout_ms: 2000,
+                p2p_ping_interval_ms: 1000,
+                p2p_idle_timeout_ms: 3000,
+                p2p_dial_timeout_ms: 1000,
+                p2p_reconnect_cooldown_ms: 250,
                 empty_block_wait_ms: 1000,
                 max_exec_lag_blocks: 8,
                 max_pending_acks: 16,
@@ -369,12 +373,16 @@ impl Config {
                 "consensus.key_file is required with consensus.validators_file".into(),
             ));
         }
-        let positive: [(&str, u64); 15] = [
+        let positive: [(&str, u64); 19] = [
             ("consensus.leader_timeout_ms", c.leader_timeout_ms),
             ("consensus.certification_timeout_ms", c.certification_timeout_ms),
             ("consensus.timeout_retry_ms", c.timeout_retry_ms),
             ("consensus.skip_timeout_ms", c.skip_timeout_ms),
             ("consensus.fetch_timeout_ms", c.fetch_timeout_ms),
+            ("consensus.p2p_ping_interval_ms", c.p2p_ping_interval_ms),
+            ("consensus.p2p_idle_timeout_ms", c.p2p_idle_timeout_ms),
+            ("consensus.p2p_dial_timeout_ms", c.p2p_dial_timeout_ms),
+            ("consensus.p2p_reconnect_cooldown_ms", c.p2p_reconnect_cooldown_ms),
             ("consensus.max_exec_lag_blocks", c.max_exec_lag_blocks),
             ("consensus.max_pending_acks", c.max_pending_acks as u64),
             ("consensus.worker_threads", c.worker_threads as u64),
@@ -428,6 +436,14 @@ impl Config {
                 "consensus.gossip_batch_max_bytes ({}) must hold one transaction of mempool.max_tx_size_bytes ({}) \
                  and 8 bytes of framing",
                 c.gossip_batch_max_bytes, self.mempool.max_tx_size_bytes
+            )));
+        }
+        // A live peer pings every interval: an idle timeout within two of
+        // them would drop a connection for one late ping.
+        if c.p2p_idle_timeout_ms < 2 * c.p2p_ping_interval_ms {
+            return Err(ConfigError::Invalid(format!(
+                "consensus.p2p_idle_timeout_ms ({}) must be at least 2x consensus.p2p_ping_interval_ms ({})",
+                c.p2p_idle_timeout_ms, c.p2p_ping_interval_ms
             )));
         }
         // Simplex refuses a skip timeout that a certification or a retry
@@ -527,6 +543,18 @@ mod tests {
                 "gossip_batch_max_bytes (1000) must hold one",
             ),
             ("SLUICE_CONSENSUS__GOSSIP_QUEUE_TXS", "0", "gossip_queue_txs"),
+            (
+                "SLUICE_CONSENSUS__P2P_IDLE_TIMEOUT_MS",
+                "1999",
+                "p2p_idle_timeout_ms (1999) must be at least 2x consensus.p2p_ping_interval_ms (1000)",
+            ),
+            ("SLUICE_CONSENSUS__P2P_PING_INTERVAL_MS", "0", "p2p_ping_interval_ms must be greater than 0"),
+            ("SLUICE_CONSENSUS__P2P_DIAL_TIMEOUT_MS", "0", "p2p_dial_timeout_ms must be greater than 0"),
+            (
+                "SLUICE_CONSENSUS__P2P_RECONNECT_COOLDOWN_MS",
+                "0",
+                "p2p_reconnect_cooldown_ms must be greater than 0",
+            ),
         ];
         for (var, value, said) in refused {
             let err = Config::load(None, set(&[key, (var, value)]), &Overrides::default()).unwrap_err();

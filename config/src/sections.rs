@@ -285,6 +285,26 @@ pub struct ConsensusConfig {
     pub skip_timeout_ms: u64,
     /// How long to wait for a block or certificate fetched from a peer.
     pub fetch_timeout_ms: u64,
+    /// How often this validator pings each peer's connection, so that the
+    /// peer can tell a quiet link from a dead one. Keep equal on every
+    /// validator: a peer drops pings faster than half its own interval.
+    pub p2p_ping_interval_ms: u64,
+    /// A peer connection that brings no byte (not even a ping) for this
+    /// long is dropped and redialled: a path that went dead (a cut link, a
+    /// partition) would otherwise resume only at TCP's next backed-off
+    /// retransmission, up to tens of seconds after it heals. At least 2x
+    /// `p2p_ping_interval_ms`.
+    pub p2p_idle_timeout_ms: u64,
+    /// How long one dial of a peer (connect and handshake) may take before
+    /// it is abandoned and tried afresh: a dial sent into a dead path
+    /// waits on the kernel's SYN backoff, so a long one would outlast the
+    /// heal by seconds.
+    pub p2p_dial_timeout_ms: u64,
+    /// The least time between two connection attempts with one peer (its
+    /// dials and its accepts alike). While it runs, the peer's own dial to
+    /// this validator is refused, so two validators redialling each other
+    /// after a heal collide until their attempts drift apart: short is fast.
+    pub p2p_reconnect_cooldown_ms: u64,
     /// A leader whose mempool is empty waits up to this long for a first
     /// transaction before proposing an empty block (below
     /// `leader_timeout_ms`); 0: it proposes after `producer.block_time_ms`.

@@ -24,6 +24,7 @@ pub mod block;
 mod engine;
 mod gossip;
 pub mod lane;
+pub mod liveness;
 pub mod metrics;
 pub mod rules;
 pub mod run;
@@ -37,7 +38,7 @@ pub use backend::{Backend, BuildRequest, Built, Closed, OnCommit, ParentRef};
 pub use engine::{EngineError, Timeouts};
 pub use gossip::{BatchError, GossipLimits};
 pub use rules::Rules;
-pub use run::{spawn, ConsensusError, Running, ValidatorConfig};
+pub use run::{spawn, ConsensusError, LinkTimeouts, Running, ValidatorConfig};
 pub use validators::{ValidatorEntry, ValidatorSet};
 
 /// Describes and zeroes the consensus metrics.

@@ -38,6 +38,9 @@ pub const NULLIFIED_VIEWS: &str = "sluice_consensus_nullified_views_total";
 pub const LAST_FINALIZED_TIME: &str = "sluice_consensus_last_finalized_timestamp_seconds";
 /// Validators this one is connected to.
 pub const PEERS: &str = "sluice_consensus_peers_connected";
+/// Peer connections dropped because nothing (not even a ping) came over
+/// them for `consensus.p2p_idle_timeout_ms`: a dead path, redialled.
+pub const P2P_IDLE_DISCONNECTS: &str = "sluice_p2p_idle_disconnects_total";
 /// Highest height whose app hash a finalized reference confirmed.
 pub const VERIFIED_HEIGHT: &str = "sluice_verified_height";
 
@@ -55,6 +58,8 @@ pub fn describe() {
     metrics::describe_counter!(NULLIFIED_VIEWS, "Views nullified (no block)");
     metrics::describe_gauge!(LAST_FINALIZED_TIME, "Unix time of the last finalization seen");
     metrics::counter!(NULLIFIED_VIEWS).increment(0);
+    metrics::describe_counter!(P2P_IDLE_DISCONNECTS, "Peer connections dropped after the idle timeout");
+    metrics::counter!(P2P_IDLE_DISCONNECTS).increment(0);
     metrics::gauge!(LAST_FINALIZED_TIME).set(unix_now());
     metrics::describe_counter!(GOSSIP_SENT_TXS, "Transactions sent to the other validators");
     metrics::describe_counter!(GOSSIP_SENT_BATCHES, "Transaction batches sent to the other validators");

@@ -24,6 +24,7 @@ use sluice_messages::SealedBlock;
 use crate::{
     backend::Backend,
     engine::{self, channel, Channels, Setup, Timeouts},
+    liveness::Idle,
     validators::ValidatorSet,
 };
 
@@ -42,6 +43,8 @@ pub struct ValidatorConfig {
     pub storage_dir: PathBuf,
     /// Consensus timing.
     pub timeouts: Timeouts,
+    /// How peer connections are kept alive and redialled.
+    pub links: LinkTimeouts,
     /// Propose empty blocks when this far ahead of execution.
     pub max_exec_lag_blocks: u64,
     /// Finalized blocks handed to the pipeline and not yet committed.
@@ -63,6 +66,19 @@ pub struct ValidatorConfig {
     /// Transaction dissemination's bounds (a batch's bytes are also held
     /// to the p2p network's largest message).
     pub gossip: crate::gossip::GossipLimits,
+}
+
+/// How the p2p layer keeps its connections honest (see [`crate::liveness`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LinkTimeouts {
+    /// How often each connection is pinged.
+    pub ping_interval: Duration,
+    /// A connection silent this long is dropped and redialled.
+    pub idle: Duration,
+    /// One dial (connect and handshake) is abandoned after this long.
+    pub dial: Duration,
+    /// The least time between two connection attempts with one peer.
+    pub reconnect_cooldown: Duration,
 }
 
 /// Why consensus failed to start or stopped with an error.
@@ -160,14 +176,18 @@ async fn run<B: Backend>(
     let namespace = namespace(cfg.set.chain_id, &cfg.set_hash);
     let p2p_namespace = [namespace.as_slice(), b"_P2P"].concat();
     let max_message = engine::max_message_size(&cfg.set.rules, participants.len());
-    let handshake = Cups::<_, ChaCha20Poly1305>::new(
-        Sake {
-            signer: cfg.key.clone(),
-            synchrony_bound: Duration::from_secs(5),
-            max_handshake_age: Duration::from_secs(10),
-            version: sake::Version::V1,
-        },
-        cups::Version::V1,
+    let handshake = Idle::new(
+        Cups::<_, ChaCha20Poly1305>::new(
+            Sake {
+                signer: cfg.key.clone(),
+                synchrony_bound: Duration::from_secs(5),
+                max_handshake_age: Duration::from_secs(10),
+                version: sake::Version::V1,
+            },
+            cups::Version::V1,
+        ),
+        cfg.links.idle,
+        ctx.child("p2p_idle"),
     );
     let mut p2p_cfg = lookup::Config::local(
         handshake,
@@ -177,8 +197,12 @@ async fn run<B: Backend>(
         max_message,
         NZUsize!(1024),
     );
-    // Validators restart (crash tests, upgrades): reconnect quickly.
+    // Validators restart (crash tests, upgrades) and paths heal: reconnect
+    // quickly, and never wait long on one dial into a dead path.
     p2p_cfg.dial_frequency = Duration::from_millis(250);
+    p2p_cfg.dial_timeout = cfg.links.dial;
+    p2p_cfg.ping_frequency = cfg.links.ping_interval;
+    p2p_cfg.peer_connection_cooldown = cfg.links.reconnect_cooldown;
     let (mut network, mut oracle) = lookup::Network::new(ctx.child("p2p"), p2p_cfg);
     let votes = Quota::per_second(NZU32!(cfg.votes_per_second.max(1)));
     let blocks = Quota::per_second(NZU32!(cfg.blocks_per_second.max(1)));
@@ -265,25 +289,29 @@ async fn run<B: Backend>(
     Ok(())
 }
 
-/// Validators connected now, read off the p2p tracker's own gauge of
-/// connection reservations (one per connected peer) in the runtime's
-/// registry: commonware keeps its metrics there, not in `metrics`.
+/// Validators connected now, read off the p2p tracker's own family of
+/// connected peers (one series per peer with a live connection) in the
+/// runtime's registry: commonware keeps its metrics there, not in
+/// `metrics`. Its `reserved` gauge is not this: a dial in progress holds a
+/// reservation too, so a validator cut off from all its peers would still
+/// count them.
 fn connected_peers(registry: &str) -> f64 {
     registry
         .lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|l| {
-            let (name, value) = l.rsplit_once(' ')?;
-            (name == "p2p_tracker_directory_reserved").then(|| value.parse().ok())?
+        .filter(|l| {
+            l.split_once('{')
+                .is_some_and(|(name, _)| name.starts_with("p2p_tracker") && name.ends_with("_connected"))
         })
-        .unwrap_or(0.0)
+        .count() as f64
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn connected_peers_reads_the_tracker_gauge() {
-        let text = "# HELP x\np2p_tracker_directory_tracked 3\np2p_tracker_directory_reserved 2\n";
+    fn connected_peers_counts_the_trackers_connected_family() {
+        let text = "# HELP x\np2p_tracker_directory_tracked 3\np2p_tracker_directory_reserved 3\n\
+                    p2p_tracker_directory_connected{peer=\"a1\"} 1796469801000\n\
+                    p2p_tracker_directory_connected{peer=\"b2\"} 1796469802000\n";
         assert_eq!(super::connected_peers(text), 2.0);
         assert_eq!(super::connected_peers("nothing 1\n"), 0.0);
     }

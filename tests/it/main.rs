@@ -34,6 +34,7 @@ mod overload_sheds_and_recovers;
 mod recovery_queue_sheds;
 mod send_raw_sync_answers_the_receipt;
 mod shutdown_drains_pipeline;
+mod split_network_heals;
 mod state_lives_on_disk;
 mod state_reads_at_any_block;
 mod store_damage_halts_cleanly;

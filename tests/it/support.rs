@@ -3,7 +3,7 @@
 
 use std::{
     io::{BufRead, BufReader},
-    net::TcpListener,
+    net::{IpAddr, TcpListener},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::atomic::{AtomicU32, Ordering},
@@ -48,12 +48,25 @@ pub struct TestNode {
     pub metrics_url: String,
     /// Data dir.
     pub dir: PathBuf,
+    /// The network namespace the node runs in and the address it serves
+    /// on there; `None`: the host's loopback.
+    netns: Option<(String, IpAddr)>,
     log: PathBuf,
 }
 
 impl TestNode {
     /// Starts a node with extra `SLUICE_*` environment variables and flags.
     pub fn start(env: &[(&str, &str)], args: &[&str]) -> TestNode {
+        Self::start_in(None, env, args)
+    }
+
+    /// Starts a node inside network namespace `netns`, serving JSON-RPC and
+    /// metrics on `ip` there (which the host must reach).
+    pub fn start_in_netns(netns: &str, ip: IpAddr, env: &[(&str, &str)], args: &[&str]) -> TestNode {
+        Self::start_in(Some((netns.to_string(), ip)), env, args)
+    }
+
+    fn start_in(netns: Option<(String, IpAddr)>, env: &[(&str, &str)], args: &[&str]) -> TestNode {
         let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("sluice-it-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -61,9 +74,9 @@ impl TestNode {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let log = dir.join("node.log");
-        let (child, url, metrics_url) = Self::spawn(&dir, &env, &args)
+        let (child, url, metrics_url) = Self::spawn(&dir, &env, &args, netns.as_ref())
             .unwrap_or_else(|log| panic!("node exited before listening; log:\n{log}"));
-        TestNode { child: Some(child), env, args, url, metrics_url, dir, log }
+        TestNode { child: Some(child), env, args, url, metrics_url, dir, netns, log }
     }
 
     /// The chain data dir.
@@ -109,7 +122,7 @@ impl TestNode {
     /// (after `kill9` or `terminate`); `Err(log)` if it refuses to start.
     pub fn restart(&mut self) -> Result<(), String> {
         self.kill9();
-        let (child, url, metrics_url) = Self::spawn(&self.dir, &self.env, &self.args)?;
+        let (child, url, metrics_url) = Self::spawn(&self.dir, &self.env, &self.args, self.netns.as_ref())?;
         self.child = Some(child);
         self.url = url;
         self.metrics_url = metrics_url;
@@ -122,17 +135,28 @@ impl TestNode {
         dir: &Path,
         env: &[(String, String)],
         args: &[String],
+        netns: Option<&(String, IpAddr)>,
     ) -> Result<(Child, String, String), String> {
         let metrics_port = free_port();
         let log = dir.join("node.log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        let bin = env!("CARGO_BIN_EXE_sluice");
+        // `ip netns exec` execs the binary in place: the child's PID is the
+        // node's, so kill and wait work as on the host.
+        let (mut cmd, ip) = match netns {
+            None => (Command::new(bin), IpAddr::from([127, 0, 0, 1])),
+            Some((ns, ip)) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns, bin]);
+                (cmd, *ip)
+            }
+        };
         cmd.arg("node")
             .arg("--data-dir")
             .arg(dir.join("data"))
             .arg("--rpc-addr")
-            .arg("127.0.0.1:0")
+            .arg(format!("{ip}:0"))
             .arg("--metrics-addr")
-            .arg(format!("127.0.0.1:{metrics_port}"))
+            .arg(format!("{ip}:{metrics_port}"))
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
@@ -158,7 +182,7 @@ impl TestNode {
         };
         // Keep draining stdout so the node never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Ok((child, url, format!("http://127.0.0.1:{metrics_port}/metrics")))
+        Ok((child, url, format!("http://{ip}:{metrics_port}/metrics")))
     }
 
     /// Starts a node with default settings and a short block time.

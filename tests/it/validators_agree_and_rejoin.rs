@@ -20,7 +20,7 @@ use crate::support::*;
 
 /// Settings that keep four debug processes on two cores live: one thread
 /// per stage, and views long enough to survive starvation.
-const CI_ENV: [(&str, &str); 9] = [
+pub(crate) const CI_ENV: [(&str, &str); 9] = [
     ("SLUICE_RPC__WORKERS", "1"),
     ("SLUICE_PIPELINE__RECOVERY_WORKERS", "1"),
     ("SLUICE_PIPELINE__PREPARE_WORKERS", "1"),

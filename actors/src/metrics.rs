@@ -98,7 +98,7 @@ pub const MEMPOOL_BYTES: &str = "sluice_mempool_bytes";
 pub const MEMPOOL_SHARD_TXS: &str = "sluice_mempool_shard_txs";
 /// Transactions that left the mempool without being proposed here, by
 /// `reason`: `included` (a committed block this node did not build
-/// carried them), `in_ancestry` (already in a block a proposal builds on).
+/// carried them).
 pub const MEMPOOL_PRUNED: &str = "sluice_mempool_pruned_total";
 /// Transactions another validator sent, by admission `result` (as
 /// [`TX_ADMISSION`]; `already_known` for the copies of what is here).

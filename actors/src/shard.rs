@@ -156,20 +156,17 @@ impl ShardActor {
     }
 
     /// Takes from the front for a block (`budget`: at most so many
-    /// transactions, gas and raw bytes), dropping what the chain already
-    /// holds (`exclude`) on the way.
+    /// transactions, gas and raw bytes), passing over what the chain
+    /// already holds (`exclude`).
     fn take(
         &mut self,
         (max_txs, gas_budget, max_bytes): (usize, u64, usize),
         exclude: &B256Set,
         reply: tokio::sync::oneshot::Sender<Vec<Pooled>>,
     ) {
-        let Taken { txs, excluded } = self.pool.take(max_txs, gas_budget, max_bytes, exclude);
-        if !excluded.is_empty() {
-            let bytes = excluded.iter().map(|p| p.tx.raw.len()).sum();
-            self.counters.release(excluded.len(), bytes);
-            metrics::counter!(m::MEMPOOL_PRUNED, "reason" => "in_ancestry").increment(excluded.len() as u64);
-        }
+        // What the chain being extended holds is passed over but kept
+        // (`Taken::in_ancestry`): store commit forgets it.
+        let Taken { txs, .. } = self.pool.take(max_txs, gas_budget, max_bytes, exclude);
         let bytes = txs.iter().map(|p| p.tx.raw.len()).sum();
         self.counters.release(txs.len(), bytes);
         if let Err(txs) = reply.send(txs) {

@@ -219,7 +219,7 @@ fn foreign_block(parent: &Parent, txs: &[&RecoveredTx], cfg: &Config) -> Arc<slu
 }
 
 #[actix_rt::test]
-async fn what_the_chain_already_holds_leaves_the_pool_and_is_never_proposed() {
+async fn what_the_chain_already_holds_is_never_proposed_and_leaves_the_pool_on_commit() {
     let _hooks = PROCESS_HOOKS.lock().await;
     let cfg = config("validator-prune");
     let (dir, chain_id) = (cfg.store.data_dir.clone(), cfg.chain.chain_id);
@@ -249,15 +249,23 @@ async fn what_the_chain_already_holds_leaves_the_pool_and_is_never_proposed() {
     assert_eq!(node.admission.pool.len(), 2, "a0 pruned on commit");
 
     // A proposal on a chain whose newest block (not committed here yet)
-    // carries b0 leaves b0 out, and drops it from the pool.
+    // carries b0 leaves b0 out, and keeps it queued: that block may yet
+    // lose its height.
     let parent = Parent { number: 1, hash: first.hash, timestamp: first.header.timestamp };
     let exclude: Arc<alloy_primitives::map::B256Set> = Arc::new([b0.hash].into_iter().collect());
     let built = port.build(parent, 9, None, exclude).await.unwrap();
     assert_eq!(built.txs.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![a1.hash]);
-    assert_eq!(node.admission.pool.len(), 0, "b0 dropped as already in the chain");
+    assert_eq!(node.admission.pool.len(), 1, "b0 kept while its block is not final");
     deliver_and_commit(&port, Arc::clone(&built.block)).await;
     let receipts = node.store.block(2).unwrap().receipts.len();
     assert_eq!(receipts, 1, "a1 applied, nothing skipped");
+    // The block carrying b0 lost its height: the next proposal takes b0.
+    let top = node.store.head_block();
+    let parent = Parent { number: 2, hash: top.block.hash, timestamp: top.block.header.timestamp };
+    let built = port.build(parent, 10, None, Arc::default()).await.unwrap();
+    assert_eq!(built.txs.iter().map(|t| t.hash).collect::<Vec<_>>(), vec![b0.hash]);
+    deliver_and_commit(&port, Arc::clone(&built.block)).await;
+    assert_eq!(node.admission.pool.len(), 0, "b0 included");
 
     port.close();
     node.shutdown().await.unwrap();

@@ -132,9 +132,13 @@ pub struct MempoolShard {
 pub struct Taken {
     /// For the block, in queue order.
     pub txs: Vec<Pooled>,
-    /// Already in a block the new one builds on (the caller's `exclude`):
-    /// out of the pool, never proposed again.
-    pub excluded: Vec<Pooled>,
+    /// How many were passed over because a block the new one builds on
+    /// already holds them (the caller's `exclude`). They stay queued until
+    /// a commit forgets them: that block may yet lose its height, and a
+    /// pool that had dropped them would offer the same senders' later
+    /// nonces alone, which execution skips as gapped and every pool then
+    /// forgets (they were lost).
+    pub in_ancestry: usize,
 }
 
 /// Dead entries are compacted away once there are more of them than this
@@ -164,7 +168,7 @@ impl MempoolShard {
     /// Takes transactions from the front while each fits in what is left of
     /// `gas_budget` (by gas limit) and `max_bytes` (by raw size), up to
     /// `max_txs`. Those whose hash is in `exclude` (in a block the new one
-    /// builds on) leave the pool on the way, as `excluded`.
+    /// builds on) are passed over and stay queued, in front, in order.
     ///
     /// Stops at the first that does not fit rather than skipping ahead: a
     /// later transaction may be the same sender's next nonce, and taking it
@@ -173,6 +177,7 @@ impl MempoolShard {
     pub fn take(&mut self, max_txs: usize, gas_budget: u64, max_bytes: usize, exclude: &B256Set) -> Taken {
         let (mut gas_left, mut bytes_left) = (gas_budget, max_bytes);
         let mut out = Taken::default();
+        let mut kept = Vec::new();
         while let Some(front) = self.queue.front() {
             let tx = &front.tx;
             let live = self.index.get(&tx.hash) == Some(&self.head_seq);
@@ -193,11 +198,13 @@ impl MempoolShard {
             self.index.remove(&p.tx.hash);
             self.bytes -= p.tx.raw.len();
             if excluded {
-                out.excluded.push(p);
+                kept.push(p);
             } else {
                 out.txs.push(p);
             }
         }
+        out.in_ancestry = kept.len();
+        self.restore_front(kept);
         out
     }
 
@@ -401,7 +408,7 @@ mod tests {
     }
 
     #[test]
-    fn take_drops_what_the_chain_already_holds() {
+    fn take_passes_over_what_the_chain_already_holds_and_keeps_it() {
         let mut shard = MempoolShard::new();
         let txs: Vec<_> = (0..3).map(|n| tx(n, 21_000, 0)).collect();
         for (n, t) in txs.iter().enumerate() {
@@ -410,8 +417,13 @@ mod tests {
         let exclude: B256Set = [txs[0].hash, txs[1].hash].into_iter().collect();
         let taken = shard.take(1, u64::MAX, usize::MAX, &exclude);
         let nonces = |v: &[Pooled]| v.iter().map(|p| p.tx.nonce()).collect::<Vec<_>>();
-        assert_eq!((nonces(&taken.txs), nonces(&taken.excluded)), (vec![2], vec![0, 1]));
-        assert!(shard.is_empty());
+        assert_eq!((nonces(&taken.txs), taken.in_ancestry), (vec![2], 2));
+        // Still queued, in order: if the block holding them loses its
+        // height, the next proposal takes them before any later nonce.
+        assert_eq!(shard.len(), 2);
+        let again = shard.take(3, u64::MAX, usize::MAX, &B256Set::default());
+        assert_eq!(nonces(&again.txs), vec![0, 1]);
+        assert!(shard.is_empty() && shard.bytes() == 0);
     }
 
     #[test]

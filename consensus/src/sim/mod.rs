@@ -201,6 +201,8 @@ pub(crate) struct SimBackend {
     /// Admitted and not yet committed (in the pool or a proposal): what
     /// the actors' in-flight index makes `already known`.
     pending: Arc<Mutex<std::collections::HashSet<B256>>>,
+    /// Each sender's next nonce as this node's admission knows it.
+    next_nonce: Arc<Mutex<HashMap<Address, u64>>>,
     /// What this node's clients sent, for the other validators.
     outbound: (flume::Sender<Bytes>, flume::Receiver<Bytes>),
     store: Arc<Store>,
@@ -225,6 +227,7 @@ impl SimBackend {
             block_time,
             mempool: Arc::default(),
             pending: Arc::default(),
+            next_nonce: Arc::default(),
             outbound: flume::unbounded(),
             // As if this node's execution disagreed from that height on.
             store: Arc::new(Store::new(genesis).with_divergence_at(diverge_at.unwrap_or(0))),
@@ -240,6 +243,10 @@ impl SimBackend {
         if !self.pending.lock().insert(tx.hash) {
             return;
         }
+        let mut next = self.next_nonce.lock();
+        let after = next.get(&tx.sender).copied().unwrap_or(0).max(tx.nonce() + 1);
+        next.insert(tx.sender, after);
+        drop(next);
         let _ = self.outbound.0.send(tx.raw.clone());
         self.mempool.lock().push_back(tx);
     }
@@ -277,11 +284,18 @@ impl Backend for SimBackend {
         }
         let txs: Vec<RecoveredTx> = {
             // As the actors' shards do: what the chain being extended
-            // already holds leaves the pool on the way.
+            // already holds is
+            // passed over and kept (the ancestry may lose its height).
             let mut pool = self.mempool.lock();
-            pool.retain(|tx| !req.exclude.contains(&tx.hash));
-            let n = pool.len().min(rules().max_block_txs);
-            pool.drain(..n).collect()
+            let mut taken = Vec::new();
+            pool.retain(|tx| {
+                let take = taken.len() < rules().max_block_txs && !req.exclude.contains(&tx.hash);
+                if take {
+                    taken.push(tx.clone());
+                }
+                !take
+            });
+            taken
         };
         let raws: Vec<Bytes> = txs.iter().map(|t| t.raw.clone()).collect();
         let header = BlockHeader {
@@ -349,9 +363,14 @@ impl Backend for SimBackend {
         for raw in txs {
             let Ok(tx) = sluice_txpool::recover_raw(raw) else { continue };
             let committed = self.store.account(&tx.sender).ok().flatten().map_or(0, |a| a.nonce);
-            if tx.nonce() < committed || !self.pending.lock().insert(tx.hash) {
+            // As the nonce actor does for a peer's transactions: a gap
+            // (an earlier nonce this node never got) is refused, not held.
+            let mut next = self.next_nonce.lock();
+            let expected = next.get(&tx.sender).copied().unwrap_or(0).max(committed);
+            if tx.nonce() < committed || tx.nonce() > expected || !self.pending.lock().insert(tx.hash) {
                 continue;
             }
+            next.insert(tx.sender, expected.max(tx.nonce() + 1));
             self.mempool.lock().push_back(tx);
         }
     }

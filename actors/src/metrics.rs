@@ -101,7 +101,8 @@ pub const MEMPOOL_SHARD_TXS: &str = "sluice_mempool_shard_txs";
 /// carried them).
 pub const MEMPOOL_PRUNED: &str = "sluice_mempool_pruned_total";
 /// Transactions another validator sent, by admission `result` (as
-/// [`TX_ADMISSION`]; `already_known` for the copies of what is here).
+/// [`TX_ADMISSION`]; `already_known` for the copies of what is queued
+/// here, `committed` for copies of what this node has committed).
 pub const GOSSIP_ADMITTED: &str = "sluice_gossip_admitted_total";
 /// Transactions admitted here from this node's clients that were not sent
 /// to the other validators: `consensus.gossip_queue_txs` was full.
@@ -201,6 +202,7 @@ fn zeros() {
     metrics::counter!(RPC_ERRORS, "code" => "-32000").increment(0);
     metrics::counter!(TX_ADMISSION, "result" => "ok").increment(0);
     metrics::counter!(GOSSIP_ADMITTED, "result" => "ok").increment(0);
+    metrics::counter!(GOSSIP_ADMITTED, "result" => "committed").increment(0);
     metrics::counter!(GOSSIP_UNSENT).increment(0);
     metrics::counter!(MEMPOOL_PRUNED, "reason" => "included").increment(0);
     let _ = metrics::histogram!(RPC_SECONDS, "method" => "eth_blockNumber");

@@ -123,9 +123,10 @@ impl ValidatorPort {
     }
 
     /// Builds a block on `parent` once the mempool holds a full block or
-    /// `block_time` has passed (empty if nothing waits), leaving out (and
-    /// dropping from the mempool) the transactions in `exclude`: those of
-    /// the blocks `parent` ends that are not committed here yet. `None`
+    /// `block_time` has passed (empty if nothing waits), leaving out (but
+    /// keeping queued, as those blocks may yet lose their height) the
+    /// transactions in `exclude`: those of the blocks `parent` ends that
+    /// are not committed here yet. `None`
     /// when the producer stopped, or dropped the request for a newer one.
     pub async fn build(
         &self,

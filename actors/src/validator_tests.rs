@@ -267,6 +267,28 @@ async fn what_the_chain_already_holds_is_never_proposed_and_leaves_the_pool_on_c
     deliver_and_commit(&port, Arc::clone(&built.block)).await;
     assert_eq!(node.admission.pool.len(), 0, "b0 included");
 
+    // A peer's copy of a0, which is committed here, is refused by its hash
+    // before sender recovery, and counted as such.
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshots = recorder.snapshotter();
+    {
+        let _here = metrics::set_default_local_recorder(&recorder);
+        port.admit_from_peer(vec![a0.raw.clone()]).await;
+    }
+    let committed: Vec<String> = snapshots
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| format!("{:?} {value:?}", key.key()))
+        .collect();
+    assert!(
+        committed
+            .iter()
+            .any(|k| k.contains("gossip_admitted") && k.contains("committed") && k.ends_with("Counter(1)")),
+        "{committed:?}"
+    );
+    assert_eq!(node.admission.pool.len(), 0);
+
     port.close();
     node.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(dir);

@@ -12,7 +12,9 @@
 # Usage: bench/vs-anvil.sh [RATE...]        (default rates: 5000 10000 20000 40000)
 # Environment: DURATION_S (15), ACCOUNTS (10000), CONNECTIONS (4), BATCH (100),
 #   WORKLOAD (transfer), TARGETS ("anvil sluice"), OUT (bench/results/vs-anvil),
-#   SKIP_BUILD=1 to use the existing release binary.
+#   SKIP_BUILD=1 to use the existing release binary, BASE=path/to/sluice to
+#   add target "base" (another sluice build, same settings: a before/after
+#   in one run, e.g. TARGETS="base sluice base sluice").
 # Everything listens on 127.0.0.1 only; every run is bounded in time.
 set -euo pipefail
 
@@ -73,10 +75,11 @@ start_node() { # target -> sets NODE_PID, URL, METRICS_ARGS
             >"$WORK/anvil.log" 2>&1 &
         NODE_PID=$!
         ;;
-    sluice)
-        local mport; mport="$(free_port)"
+    sluice|base)
+        local mport bin="$SLUICE"; mport="$(free_port)"
+        [ "$1" = base ] && bin="${BASE:?BASE=path/to/sluice is needed for target base}"
         rm -rf "$WORK/data"
-        RUST_LOG=warn "$SLUICE" node --data-dir "$WORK/data" --rpc-addr "127.0.0.1:$port" \
+        RUST_LOG=warn "$bin" node --data-dir "$WORK/data" --rpc-addr "127.0.0.1:$port" \
             --metrics-addr "127.0.0.1:$mport" --chain-id 31337 --block-time-ms 200 \
             --block-gas-limit 150000000 --genesis "$GENESIS" >"$WORK/sluice.log" 2>&1 &
         NODE_PID=$!
@@ -87,15 +90,19 @@ start_node() { # target -> sets NODE_PID, URL, METRICS_ARGS
 }
 
 for rate in "${RATES[@]}"; do
+    declare -A round=()
     for target in $TARGETS; do
-        echo "=== $target at $rate tx/s offered for $DURATION_S s ===" >&2
+        # A target named twice runs twice: its runs are numbered (-2, -3).
+        round[$target]=$(( ${round[$target]:-0} + 1 ))
+        run="$target"; [ "${round[$target]}" -gt 1 ] && run="$target-${round[$target]}"
+        echo "=== $run at $rate tx/s offered for $DURATION_S s ===" >&2
         start_node "$target"
         "$SLUICE" load --url "$URL" --label "$target" --workload "$WORKLOAD" \
             --accounts "$ACCOUNTS" --seed 1 --tps "$rate" --duration-s "$DURATION_S" \
             --connections "$CONNECTIONS" --batch "$BATCH" --drain-timeout-s 30 \
             --node-pid "$NODE_PID" "${METRICS_ARGS[@]}" \
-            --json "$OUT/$target-$WORKLOAD-$rate.json" --plot "$OUT/$target-$WORKLOAD-$rate.svg" \
-            2>"$OUT/$target-$WORKLOAD-$rate.progress.log" | tee "$OUT/$target-$WORKLOAD-$rate.txt" >&2
+            --json "$OUT/$run-$WORKLOAD-$rate.json" --plot "$OUT/$run-$WORKLOAD-$rate.svg" \
+            2>"$OUT/$run-$WORKLOAD-$rate.progress.log" | tee "$OUT/$run-$WORKLOAD-$rate.txt" >&2
         stop_node
     done
 done
@@ -106,21 +113,29 @@ out, workload, rates = sys.argv[1], sys.argv[2], sys.argv[3:]
 def load(t, r):
     p = os.path.join(out, f"{t}-{workload}-{r}.json")
     return json.load(open(p)) if os.path.exists(p) else None
+def runs(t, r):
+    """Every run of target t at rate r (t, t-2, t-3, ...)."""
+    found, k = [], 1
+    while True:
+        s = load(t if k == 1 else f"{t}-{k}", r)
+        if not s: return found
+        found.append(s); k += 1
 hdr = ("| target | offered rate | offered | admitted | included | lost | rejected | dropped "
-       "| adm p50/p99 ms | incl p50/p99 ms | node CPU cores | peak RSS MiB |")
+       "| adm p50/p99 ms | incl p50/p99 ms | node CPU cores | CPU us per included tx | peak RSS MiB |")
 print(hdr); print("|" + "---|" * (hdr.count("|") - 1))
 best = {}
 for r in rates:
-    for t in ("anvil", "sluice"):
-        s = load(t, r)
-        if not s: continue
+    for t in ("anvil", "base", "sluice"):
+      for s in runs(t, r):
         n = s.get("node") or {}
         best[t] = max(best.get(t, 0), s["included_tps"])
+        cores = n.get('cpu_cores_avg', 0)
+        us = 1e6 * cores / s["included_tps"] if s["included_tps"] else 0
         print(f"| {t} | {r} | {s['offered_tps']:.0f} | {s['admitted_tps']:.0f} | {s['included_tps']:.0f} "
               f"| {s['admitted_not_included']} | {s['rejected']} | {s['dropped']} "
               f"| {s['admission_latency']['p50_ms']:.1f} / {s['admission_latency']['p99_ms']:.1f} "
               f"| {s['inclusion_latency']['p50_ms']:.0f} / {s['inclusion_latency']['p99_ms']:.0f} "
-              f"| {n.get('cpu_cores_avg', 0):.2f} | {n.get('peak_rss_mib', 0):.0f} |")
+              f"| {cores:.2f} | {us:.0f} | {n.get('peak_rss_mib', 0):.0f} |")
 print()
 print("| offered rate | included sluice/anvil | admitted sluice/anvil |")
 print("|---|---|---|")
@@ -128,6 +143,9 @@ for r in rates:
     a, s = load("anvil", r), load("sluice", r)
     if a and s and a["included_tps"] > 0 and a["admitted_tps"] > 0:
         print(f"| {r} | {s['included_tps']/a['included_tps']:.2f} | {s['admitted_tps']/a['admitted_tps']:.2f} |")
+if "base" in best and "sluice" in best and best["base"] > 0:
+    print(f"\nbest included TPS: sluice {best['sluice']:.0f}, base {best['base']:.0f}, "
+          f"ratio {best['sluice']/best['base']:.2f}")
 if "anvil" in best and "sluice" in best and best["anvil"] > 0:
     print(f"\nbest included TPS: sluice {best['sluice']:.0f}, anvil {best['anvil']:.0f}, "
           f"ratio {best['sluice']/best['anvil']:.2f}")

@@ -5,7 +5,10 @@
 //! expensive step, ~40 us, on their own threads: see [`crate::recovery`]),
 //! reads the sender's committed account (so the nonce actor does not wait
 //! on the store) and passes the transaction to the serialized nonce
-//! reservation.
+//! reservation. A JSON-RPC batch goes through as one: every submission
+//! starts recovery before the first is awaited, and all of them reach the
+//! nonce actor in one message, so the batch pays each hop (a mailbox send,
+//! a wake-up, a reply) once instead of once per transaction.
 //!
 //! A full recovery queue or a full mempool is answered at once with
 //! `txpool is full`; sending to the nonce actor waits while its mailbox is
@@ -25,7 +28,8 @@ use std::{
 
 use alloy_primitives::{Address, Bytes, B256};
 use serde_json::Value;
-use sluice_rpc::{error::RpcError, Admitting, BoxFuture, Pipeline};
+use sluice_messages::RecoveredTx;
+use sluice_rpc::{error::RpcError, BoxFuture, Pipeline};
 use sluice_store::{StateReader, Store};
 use sluice_txpool::{AdmissionRules, PoolCounters, TxError};
 use tokio::sync::oneshot;
@@ -34,7 +38,7 @@ use crate::{
     faults::{self, Action, Site},
     mailbox::{mailbox, MailboxSender},
     metrics as m,
-    protocol::{CommittedAccount, NonceMsg},
+    protocol::{AdmitTx, CommittedAccount, NonceMsg},
     recovery::{Recovering, Recovery},
 };
 
@@ -97,14 +101,16 @@ pub fn offline_rpc_state(
 }
 
 impl Pipeline for Admission {
-    // The outer future begins (checks, recovery queued); the one it yields
-    // finishes: the two-step shape is the point.
-    #[allow(clippy::async_yields_async)]
-    fn begin(&self, raw: Bytes, hold_gaps: bool) -> BoxFuture<'_, Admitting<'_>> {
+    fn admit(&self, raws: Vec<Bytes>, hold_gaps: bool) -> BoxFuture<'_, Vec<Result<B256, TxError>>> {
         Box::pin(async move {
-            let mut begun = begin(self, raw).await;
-            begun.hold_gaps = hold_gaps;
-            Box::pin(finish(self, begun)) as Admitting<'_>
+            let received = Instant::now();
+            let mut begun = Vec::with_capacity(raws.len());
+            for raw in raws {
+                begun.push(begin(self, raw).await);
+            }
+            let results = admit_all(self, begun, received, (hold_gaps, false)).await;
+            count(m::TX_ADMISSION, &results);
+            results
         })
     }
 
@@ -140,76 +146,85 @@ impl Pipeline for Admission {
     }
 }
 
-/// Admits one raw transaction; returns its hash (keccak of the raw bytes).
-pub async fn send_raw_transaction(state: &Admission, raw: Bytes) -> Result<B256, TxError> {
-    let begun = begin(state, raw).await;
-    finish(state, begun).await
-}
-
-/// A submission whose checks and sender recovery have started.
-#[derive(Debug)]
-pub struct Begun {
-    received: Instant,
-    recovering: Result<Recovering, TxError>,
-    /// Hold a future nonce for its gap (else refuse it).
-    hold_gaps: bool,
-    /// Another validator sent it (see [`admit_from_peer`]).
-    from_peer: bool,
-}
-
 /// Starts admitting `raw`: the node's own checks, then the transaction is
-/// queued for recovery without waiting for it. The calls of a JSON-RPC
-/// batch all begin before the first finishes, so the recovery threads work
-/// through the batch while its calls are answered in order.
-pub async fn begin(state: &Admission, raw: Bytes) -> Begun {
-    let received = Instant::now();
-    let recovering = async {
-        if !state.accepting.load(Ordering::Acquire) {
-            return Err(TxError::Unavailable("node is shutting down"));
-        }
-        if let Some(reason) = state.store.halted() {
-            // Nothing admitted now could ever be committed.
-            return Err(TxError::StoreHalted(reason));
-        }
-        // A full pool refuses before the expensive part: recovering senders
-        // only to refuse their transactions would take the CPU the pipeline
-        // needs to drain the pool. (A racy read: the nonce actor still
-        // enforces the bound exactly.)
-        if state.pool.len() >= state.pool.max_txs() {
-            return Err(TxError::TxPoolFull);
-        }
-        let fault = faults::point(Site::Admission).fire();
-        match fault {
-            Some(Action::Delay(d)) => tokio::time::sleep(d).await,
-            // Blocks this HTTP worker: every request on it waits, as if the
-            // stage stopped taking from its queue.
-            Some(Action::Stall(d)) => std::thread::sleep(d),
-            Some(Action::Drop) => {
-                return Err(TxError::Unavailable("request dropped (injected fault at admission)"))
-            }
-            Some(Action::Error) => return Err(TxError::Unavailable("injected error at failpoint admission")),
-            Some(Action::Panic) | None => {}
-        }
-        state.recovery.submit(raw, fault == Some(Action::Panic))
+/// queued for recovery without waiting for it. Every submission of a batch
+/// begins before the first is awaited, so the recovery threads work
+/// through the batch together.
+async fn begin(state: &Admission, raw: Bytes) -> Result<Recovering, TxError> {
+    if !state.accepting.load(Ordering::Acquire) {
+        return Err(TxError::Unavailable("node is shutting down"));
     }
-    .await;
-    Begun { received, recovering, hold_gaps: true, from_peer: false }
+    if let Some(reason) = state.store.halted() {
+        // Nothing admitted now could ever be committed.
+        return Err(TxError::StoreHalted(reason));
+    }
+    // A full pool refuses before the expensive part: recovering senders
+    // only to refuse their transactions would take the CPU the pipeline
+    // needs to drain the pool. (A racy read: the nonce actor still
+    // enforces the bound exactly.)
+    if state.pool.len() >= state.pool.max_txs() {
+        return Err(TxError::TxPoolFull);
+    }
+    let fault = faults::point(Site::Admission).fire();
+    match fault {
+        Some(Action::Delay(d)) => tokio::time::sleep(d).await,
+        // Blocks this HTTP worker: every request on it waits, as if the
+        // stage stopped taking from its queue.
+        Some(Action::Stall(d)) => std::thread::sleep(d),
+        Some(Action::Drop) => {
+            return Err(TxError::Unavailable("request dropped (injected fault at admission)"))
+        }
+        Some(Action::Error) => return Err(TxError::Unavailable("injected error at failpoint admission")),
+        Some(Action::Panic) | None => {}
+    }
+    state.recovery.submit(raw, fault == Some(Action::Panic))
 }
 
-/// Finishes admitting a begun submission: waits for its recovery, reads the
-/// sender's committed account and reserves its nonce.
-pub async fn finish(state: &Admission, begun: Begun) -> Result<B256, TxError> {
-    let result = admit(state, begun).await;
-    let outcome = match &result {
-        Ok(_) => "ok",
-        Err(e) => e.outcome(),
+/// Finishes admitting begun submissions, in order: waits for each one's
+/// recovery, reads its sender's committed account, then reserves the
+/// nonces of all of them in one message to the nonce actor. Each one's
+/// hash (keccak of the raw bytes), or why it was refused.
+async fn admit_all(
+    state: &Admission,
+    begun: Vec<Result<Recovering, TxError>>,
+    received: Instant,
+    (hold_gaps, from_peer): (bool, bool),
+) -> Vec<Result<B256, TxError>> {
+    let mut results = Vec::with_capacity(begun.len());
+    let (mut txs, mut slots) = (Vec::new(), Vec::new());
+    for recovering in begun {
+        match checked(state, recovering).await {
+            Ok((tx, committed)) => {
+                slots.push(results.len());
+                results.push(Ok(tx.hash));
+                txs.push(AdmitTx { tx, committed, hold_gaps, from_peer });
+            }
+            Err(e) => results.push(Err(e)),
+        }
+    }
+    if txs.is_empty() {
+        return results;
+    }
+    let stopped = || Err(TxError::Unavailable("admission stopped"));
+    let (reply, rx) = oneshot::channel();
+    let answers = match state.nonce.send(NonceMsg::Admit { txs, received, reply }).await {
+        Ok(()) => rx.await.unwrap_or_else(|_| slots.iter().map(|_| stopped()).collect()),
+        Err(_) => slots.iter().map(|_| stopped()).collect(),
     };
-    metrics::counter!(m::TX_ADMISSION, "result" => outcome).increment(1);
-    result
+    for (slot, answer) in slots.into_iter().zip(answers) {
+        if let Err(e) = answer {
+            results[slot] = Err(e);
+        }
+    }
+    results
 }
 
-async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
-    let Begun { received, recovering, hold_gaps, from_peer } = begun;
+/// A recovered transaction with its sender's committed account, or why
+/// it cannot be admitted.
+async fn checked(
+    state: &Admission,
+    recovering: Result<Recovering, TxError>,
+) -> Result<(RecoveredTx, CommittedAccount), TxError> {
     let tx = recovering?.wait().await?;
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
@@ -225,16 +240,23 @@ async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
         }
     }
     let account = account.unwrap_or_default();
-    let committed = CommittedAccount { height, nonce: account.nonce, balance: account.balance };
-    let hash = tx.hash;
-    let (reply, rx) = oneshot::channel();
-    state
-        .nonce
-        .send(NonceMsg::Admit { tx, committed, received, hold_gaps, from_peer, reply })
-        .await
-        .map_err(|_| TxError::Unavailable("admission stopped"))?;
-    rx.await.map_err(|_| TxError::Unavailable("admission stopped"))??;
-    Ok(hash)
+    Ok((tx, CommittedAccount { height, nonce: account.nonce, balance: account.balance }))
+}
+
+/// Counts outcomes in `counter{result}`, one increment per outcome seen
+/// (a batch is mostly one outcome).
+fn count(counter: &'static str, results: &[Result<B256, TxError>]) {
+    let mut seen: Vec<(&'static str, u64)> = Vec::new();
+    for r in results {
+        let outcome = r.as_ref().map_or_else(TxError::outcome, |_| "ok");
+        match seen.iter_mut().find(|(o, _)| *o == outcome) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((outcome, 1)),
+        }
+    }
+    for (outcome, n) in seen {
+        metrics::counter!(counter, "result" => outcome).increment(n);
+    }
 }
 
 /// Admits a batch another validator sent, in its order, as this node's
@@ -244,34 +266,33 @@ async fn admit(state: &Admission, begun: Begun) -> Result<B256, TxError> {
 /// already here, and waiting slows the sender's channel instead.
 /// Outcomes are counted in `sluice_gossip_admitted_total{result}`.
 pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
+    let received = Instant::now();
     let mut begun = Vec::with_capacity(raws.len());
+    let mut committed = 0;
     for raw in raws {
         // A copy of what this node has committed already (its block came
         // before the batch): known by its hash, so refused before sender
         // recovery, the bulk of admission's cost. Under load a receiver got
         // a third to a half of its copies this late.
         if state.store.transaction(&sluice_txpool::keccak(&raw)).is_some() {
-            metrics::counter!(m::GOSSIP_ADMITTED, "result" => "committed").increment(1);
+            committed += 1;
             continue;
         }
-        let recovering = if !state.accepting.load(Ordering::Acquire) {
+        begun.push(if !state.accepting.load(Ordering::Acquire) {
             Err(TxError::Unavailable("node is shutting down"))
         } else if let Some(reason) = state.store.halted() {
             Err(TxError::StoreHalted(reason))
         } else {
             state.recovery.submit_waiting(raw).await
-        };
-        // A gap here means a batch from the same validator was lost (p2p
-        // sends are unreliable): the rest of that sender's transactions
-        // would wait for it in the future queue, filling it for everyone.
-        // Refused instead; the validator that admitted them proposes them.
-        begun.push(Begun { received: Instant::now(), recovering, hold_gaps: false, from_peer: true });
+        });
     }
-    for b in begun {
-        let outcome = match admit(state, b).await {
-            Ok(_) => "ok",
-            Err(e) => e.outcome(),
-        };
-        metrics::counter!(m::GOSSIP_ADMITTED, "result" => outcome).increment(1);
+    if committed > 0 {
+        metrics::counter!(m::GOSSIP_ADMITTED, "result" => "committed").increment(committed);
     }
+    // A gap here means a batch from the same validator was lost (p2p
+    // sends are unreliable): the rest of that sender's transactions
+    // would wait for it in the future queue, filling it for everyone.
+    // Refused instead; the validator that admitted them proposes them.
+    let results = admit_all(state, begun, received, (false, true)).await;
+    count(m::GOSSIP_ADMITTED, &results);
 }

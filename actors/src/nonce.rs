@@ -27,7 +27,7 @@ use std::{
 use actix::prelude::*;
 use sluice_store::{StateReader, Store};
 use sluice_txpool::{
-    check_funds, FutureLimits, FutureQueue, NonceBook, PoolCounters, PreparedTxCache, TxError,
+    check_funds, FutureLimits, FutureQueue, NonceBook, PoolCounters, Pooled, PreparedTxCache, TxError,
 };
 
 use sluice_rpc::events::ChainEvents;
@@ -37,7 +37,7 @@ use crate::{
     faults::{self, Action, Site},
     mailbox::{MailboxReceiver, MailboxSender, SendError},
     metrics::{self as m, ActorMetrics},
-    protocol::{CommittedAccount, NonceMsg, ProducerMsg, ShardMsg},
+    protocol::{AdmitTx, CommittedAccount, NonceMsg, ProducerMsg, ShardMsg},
     supervise::{contain, Supervisor},
 };
 
@@ -231,7 +231,7 @@ impl NonceActor {
     /// Admits what was held for `sender` now that its gap may have filled
     /// (its next nonce is the book's, or the committed one), in nonce
     /// order; drops and reports what can no longer apply.
-    fn promote(&mut self, sender: &alloy_primitives::Address, ctx: &mut Context<Self>) {
+    fn promote(&mut self, sender: &alloy_primitives::Address, out: &mut Outbox) {
         if self.future.is_empty() {
             return;
         }
@@ -247,7 +247,7 @@ impl NonceActor {
             let account = self.store.account(sender).ok().flatten().unwrap_or_default();
             let committed = CommittedAccount { height, nonce: account.nonce, balance: account.balance };
             match self.admit(&tx, committed, true) {
-                Ok(Admitted::Reserved) => self.forward(tx, None, ctx),
+                Ok(Admitted::Reserved) => self.stage(tx, None, out),
                 Ok(Admitted::Held) => break,
                 Err(e) => {
                     report_future(std::slice::from_ref(&tx), m::DROP_FUTURE_REFUSED, &e.to_string());
@@ -290,6 +290,22 @@ impl NonceActor {
     }
 }
 
+/// Where a batch's answers go: one per transaction, in order.
+type Reply = tokio::sync::oneshot::Sender<Vec<Result<(), TxError>>>;
+
+/// Reserved transactions on their way to the shards, per shard, in order,
+/// with the batch places of those an admission waits for.
+struct Outbox {
+    txs: Vec<Vec<Pooled>>,
+    slots: Vec<Vec<usize>>,
+}
+
+impl Outbox {
+    fn new(shards: usize) -> Self {
+        Outbox { txs: vec![Vec::new(); shards], slots: vec![Vec::new(); shards] }
+    }
+}
+
 /// How an admission ended.
 enum Admitted {
     /// Reserved: forward it to its shard.
@@ -320,35 +336,33 @@ impl Actor for NonceActor {
 }
 
 impl NonceActor {
-    /// Handles an admission: answers it, or hands the transaction to its
-    /// shard (waiting for room) and answers then.
-    fn handle_admit(
-        &mut self,
-        tx: sluice_messages::RecoveredTx,
-        (committed, hold_gaps, from_peer): (CommittedAccount, bool, bool),
-        received: Instant,
-        reply: tokio::sync::oneshot::Sender<Result<(), TxError>>,
-        ctx: &mut Context<Self>,
-    ) {
-        let admitted = self.admit(&tx, committed, hold_gaps);
-        if admitted.is_ok() && !from_peer {
-            self.send_to_peers(&tx);
-        }
-        match admitted {
-            Err(e) => {
-                let _ = reply.send(Err(e));
-                return;
+    /// Handles an admission batch, in order: each transaction is refused,
+    /// held for its gap, or reserved and staged for its shard (with what
+    /// its reservation let through of the sender's held ones); then the
+    /// staged transactions go to their shards, one message per shard, and
+    /// the batch is answered.
+    fn handle_admit(&mut self, txs: Vec<AdmitTx>, received: Instant, reply: Reply, ctx: &mut Context<Self>) {
+        let mut answers = Vec::with_capacity(txs.len());
+        let mut out = Outbox::new(self.shards.len());
+        let reserve_seconds = metrics::histogram!(m::NONCE_RESERVE_SECONDS);
+        for (slot, AdmitTx { tx, committed, hold_gaps, from_peer }) in txs.into_iter().enumerate() {
+            let admitted = self.admit(&tx, committed, hold_gaps);
+            if admitted.is_ok() && !from_peer {
+                self.send_to_peers(&tx);
             }
-            Ok(Admitted::Held) => {
-                let _ = reply.send(Ok(()));
-                return;
+            match admitted {
+                Err(e) => answers.push(Err(e)),
+                Ok(Admitted::Held) => answers.push(Ok(())),
+                Ok(Admitted::Reserved) => {
+                    answers.push(Ok(()));
+                    reserve_seconds.record(received.elapsed().as_secs_f64());
+                    let sender = tx.sender;
+                    self.stage(tx, Some(slot), &mut out);
+                    self.promote(&sender, &mut out);
+                }
             }
-            Ok(Admitted::Reserved) => {}
         }
-        metrics::histogram!(m::NONCE_RESERVE_SECONDS).record(received.elapsed().as_secs_f64());
-        let sender = tx.sender;
-        self.forward(tx, Some(reply), ctx);
-        self.promote(&sender, ctx);
+        self.flush(out, answers, Some(reply), ctx);
     }
 
     /// Validator mode: queues a transaction this node's own client sent
@@ -361,42 +375,65 @@ impl NonceActor {
         }
     }
 
-    /// Hands a reserved transaction to its shard, waiting for room (and
-    /// taking no other message meanwhile); answers `reply` once it is there.
-    fn forward(
+    /// Numbers a reserved transaction and stages it for its shard; `slot`
+    /// is its place in the batch being answered (`None`: a promoted one
+    /// nobody waits for).
+    fn stage(&mut self, tx: sluice_messages::RecoveredTx, slot: Option<usize>, out: &mut Outbox) {
+        let shard = Self::shard_of(&tx.sender, self.shards.len());
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        out.txs[shard].push(Pooled { tx, seq });
+        out.slots[shard].extend(slot);
+    }
+
+    /// Hands what was staged to the shards, one message each, waiting for
+    /// room in a full one (and taking no other message meanwhile: the next
+    /// batch must not overtake this one); then answers `reply`, an
+    /// admission whose shard had stopped answered with an error.
+    fn flush(
         &mut self,
-        tx: sluice_messages::RecoveredTx,
-        reply: Option<tokio::sync::oneshot::Sender<Result<(), TxError>>>,
+        out: Outbox,
+        mut answers: Vec<Result<(), TxError>>,
+        reply: Option<Reply>,
         ctx: &mut Context<Self>,
     ) {
-        let answer = move |res: Result<(), TxError>| {
-            if let Some(reply) = reply {
-                let _ = reply.send(res);
-            }
-        };
-        if self.counters.len() >= self.max_block_txs {
+        let staged = out.txs.iter().any(|txs| !txs.is_empty());
+        if staged && self.counters.len() >= self.max_block_txs {
             // A lost wake-up only delays the block to the next tick.
             let _ = self.producer.offer(ProducerMsg::Wake);
         }
-        let shard = self.shards[Self::shard_of(&tx.sender, self.shards.len())].clone();
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        match shard.offer(ShardMsg::Insert { tx, seq }) {
-            Ok(()) => answer(Ok(())),
-            Err(SendError::Full(msg)) => {
-                // Backpressure: stop taking admissions until the
-                // shard has room.
-                ctx.wait(
-                    async move {
-                        let res =
-                            shard.send(msg).await.map_err(|_| TxError::Unavailable("mempool shard stopped"));
-                        answer(res);
-                    }
-                    .into_actor(self),
-                );
+        let stopped = || Err(TxError::Unavailable("mempool shard stopped"));
+        let mut full = Vec::new();
+        for ((shard, txs), slots) in self.shards.iter().zip(out.txs).zip(out.slots) {
+            if txs.is_empty() {
+                continue;
             }
-            Err(SendError::Closed(_)) => answer(Err(TxError::Unavailable("mempool shard stopped"))),
+            match shard.offer(ShardMsg::Insert { txs }) {
+                Ok(()) => {}
+                Err(SendError::Full(msg)) => full.push((shard.clone(), msg, slots)),
+                Err(SendError::Closed(_)) => slots.iter().for_each(|&s| answers[s] = stopped()),
+            }
         }
+        let answer = move |answers| {
+            if let Some(reply) = reply {
+                let _ = reply.send(answers);
+            }
+        };
+        if full.is_empty() {
+            return answer(answers);
+        }
+        // Backpressure: stop taking admissions until the shards have room.
+        ctx.wait(
+            async move {
+                for (shard, msg, slots) in full {
+                    if shard.send(msg).await.is_err() {
+                        slots.iter().for_each(|&s| answers[s] = stopped());
+                    }
+                }
+                answer(answers);
+            }
+            .into_actor(self),
+        );
     }
 
     /// Handles one message inside panic containment.
@@ -406,13 +443,13 @@ impl NonceActor {
         // so a panic still answers it.
         let mut admit_reply = None;
         let outcome = contain(|| match msg {
-            NonceMsg::Admit { tx, committed, received, hold_gaps, from_peer, reply } => {
-                let reply = admit_reply.insert(Some(reply));
+            NonceMsg::Admit { txs, received, reply } => {
+                let reply = admit_reply.insert(Some((txs.len(), reply)));
                 if panic {
                     panic!("injected panic at failpoint nonce");
                 }
-                if let Some(reply) = reply.take() {
-                    self.handle_admit(tx, (committed, hold_gaps, from_peer), received, reply, ctx);
+                if let Some((_, reply)) = reply.take() {
+                    self.handle_admit(txs, received, reply, ctx);
                 }
             }
             NonceMsg::Executed { height, senders } => {
@@ -423,9 +460,11 @@ impl NonceActor {
                 }
                 // A block may have filled a held transaction's gap (or
                 // taken its nonce).
+                let mut out = Outbox::new(self.shards.len());
                 for s in &senders {
-                    self.promote(&s.address, ctx);
+                    self.promote(&s.address, &mut out);
                 }
+                self.flush(out, Vec::new(), None, ctx);
                 self.expire();
                 self.seen_height = self.seen_height.max(height);
                 metrics::gauge!(m::NONCE_SENDERS).set(self.book.len() as f64);
@@ -449,8 +488,9 @@ impl NonceActor {
             }
         });
         if let Err(panic) = outcome {
-            if let Some(Some(reply)) = admit_reply {
-                let _ = reply.send(Err(TxError::Unavailable("internal error: nonce reservation restarted")));
+            if let Some(Some((n, reply))) = admit_reply {
+                let restarted = || Err(TxError::Unavailable("internal error: nonce reservation restarted"));
+                let _ = reply.send((0..n).map(|_| restarted()).collect());
             }
             self.sup.panicked(&panic);
             if let Err(p) = contain(|| self.rebuild()) {
@@ -481,13 +521,13 @@ impl StreamHandler<NonceMsg> for NonceActor {
                 let wait = tokio::time::sleep(d);
                 ctx.wait(wait.into_actor(self).map(move |_, act, ctx| act.process(msg, false, ctx)));
             }
-            (Some(Action::Drop | Action::Error), NonceMsg::Admit { reply, .. }) => {
+            (Some(Action::Drop | Action::Error), NonceMsg::Admit { txs, reply, .. }) => {
                 let why = if fault == Some(Action::Drop) {
                     "request dropped (injected fault at nonce)"
                 } else {
                     "injected error at failpoint nonce"
                 };
-                let _ = reply.send(Err(TxError::Unavailable(why)));
+                let _ = reply.send(txs.iter().map(|_| Err(TxError::Unavailable(why))).collect());
             }
             (Some(Action::Stall(d)), msg) => {
                 self.process(msg, false, ctx);

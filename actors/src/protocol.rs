@@ -28,25 +28,35 @@ pub struct CommittedAccount {
     pub balance: U256,
 }
 
+/// One transaction of a [`NonceMsg::Admit`].
+#[derive(Debug)]
+pub struct AdmitTx {
+    /// The transaction, sender recovered.
+    pub tx: RecoveredTx,
+    /// The sender's committed account, read before sending.
+    pub committed: CommittedAccount,
+    /// A nonce above the sender's next one is held for its gap (else
+    /// refused with "nonce too high").
+    pub hold_gaps: bool,
+    /// Another validator sent it: never sent on to the others.
+    pub from_peer: bool,
+}
+
 /// Messages to the nonce reservation actor.
 #[derive(Debug)]
 pub enum NonceMsg {
-    /// Admit a statelessly valid transaction: reserve its nonce, take pool
-    /// capacity, forward it to its mempool shard.
+    /// Admit statelessly valid transactions, in order: reserve each one's
+    /// nonce, take pool capacity, forward it to its mempool shard. One
+    /// message carries a whole JSON-RPC batch (or a peer's gossip batch),
+    /// so a batch costs one hop and one reply, not one per transaction.
     Admit {
-        /// The transaction, sender recovered.
-        tx: RecoveredTx,
-        /// The sender's committed account, read before sending.
-        committed: CommittedAccount,
-        /// When admission received it (for the reservation latency metric).
+        /// The transactions, senders recovered, in the order sent.
+        txs: Vec<AdmitTx>,
+        /// When admission received them (for the reservation latency metric).
         received: Instant,
-        /// A nonce above the sender's next one is held for its gap (else
-        /// refused with "nonce too high").
-        hold_gaps: bool,
-        /// Another validator sent it: never sent on to the others.
-        from_peer: bool,
-        /// Ok once the transaction is in its shard's mailbox.
-        reply: oneshot::Sender<Result<(), TxError>>,
+        /// One answer per transaction, in order: Ok once it is in its
+        /// shard's mailbox (or held for its nonce gap).
+        reply: oneshot::Sender<Vec<Result<(), TxError>>>,
     },
     /// A block was committed: these senders have fewer transactions in
     /// flight.
@@ -101,13 +111,12 @@ pub struct SenderProgress {
 /// Messages to a mempool shard.
 #[derive(Debug)]
 pub enum ShardMsg {
-    /// Append an admitted transaction (capacity was already taken).
+    /// Append admitted transactions, in order (capacity was already
+    /// taken): what one admission batch brought to this shard.
     Insert {
-        /// The transaction.
-        tx: RecoveredTx,
-        /// Its admission number across all shards (block order among
-        /// equal tips: see `sluice_txpool::order`).
-        seq: u64,
+        /// The transactions with their admission numbers across all shards
+        /// (block order among equal tips: see `sluice_txpool::order`).
+        txs: Vec<Pooled>,
     },
     /// Take transactions from the front for a block.
     Take {

@@ -85,16 +85,25 @@ impl ShardActor {
         }
     }
 
+    /// Gives up on admitted transactions that never reached the queue.
+    fn lose_all(&mut self, txs: Vec<Pooled>, reason: &'static str) {
+        for Pooled { tx, .. } in txs {
+            self.lose(tx, reason);
+        }
+    }
+
     /// Handles one message; a fault is struck first, so a panic or error
     /// leaves the message (and the queue) untouched for the retry.
     fn process(&mut self, slot: &mut Option<ShardMsg>, inject: Inject) -> Result<(), String> {
         inject.strike(Site::MempoolShard)?;
         match slot.take() {
-            Some(ShardMsg::Insert { tx, seq }) => {
-                if let Err(e) = self.pool.push(tx, seq) {
-                    // Unreachable while capacity is taken before forwarding;
-                    // logged rather than lost silently.
-                    tracing::error!(shard = self.index, error = %e, "mempool shard refused an admitted transaction");
+            Some(ShardMsg::Insert { txs }) => {
+                for Pooled { tx, seq } in txs {
+                    if let Err(e) = self.pool.push(tx, seq) {
+                        // Unreachable while capacity is taken before
+                        // forwarding; logged rather than lost silently.
+                        tracing::error!(shard = self.index, error = %e, "mempool shard refused an admitted transaction");
+                    }
                 }
             }
             Some(ShardMsg::Take { max_txs, gas_budget, max_bytes, exclude, reply }) => {
@@ -128,7 +137,7 @@ impl ShardActor {
             };
         }
         match slot.take() {
-            Some(ShardMsg::Insert { tx, .. }) => self.lose(tx, m::DROP_HALTED),
+            Some(ShardMsg::Insert { txs }) => self.lose_all(txs, m::DROP_HALTED),
             // Answered: nothing taken.
             Some(ShardMsg::Take { reply, .. }) => drop(reply.send(Vec::new())),
             Some(ShardMsg::Restore { txs }) => self.lose_restored(txs, m::DROP_HALTED),
@@ -230,7 +239,7 @@ impl StreamHandler<ShardMsg> for ShardActor {
                 self.stall_until = Some(Instant::now() + d);
             }
             Some(Action::Drop) => match msg {
-                ShardMsg::Insert { tx, .. } => self.lose(tx, m::DROP_FAULT),
+                ShardMsg::Insert { txs } => self.lose_all(txs, m::DROP_FAULT),
                 // A lost take is answered with nothing taken: the
                 // transactions stay for the next block.
                 ShardMsg::Take { reply, .. } => drop(reply.send(Vec::new())),

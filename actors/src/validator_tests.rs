@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 
 use super::*;
 use crate::{
-    protocol::{CommittedAccount, NonceMsg},
+    protocol::{AdmitTx, CommittedAccount, NonceMsg},
     supervise::PROCESS_HOOKS,
 };
 
@@ -53,16 +53,15 @@ async fn admit(node: &Node, tx: RecoveredTx) {
     node.admission
         .nonce
         .send(NonceMsg::Admit {
-            tx,
-            committed,
+            txs: vec![AdmitTx { tx, committed, hold_gaps: true, from_peer: false }],
             received: Instant::now(),
-            hold_gaps: true,
-            from_peer: false,
             reply,
         })
         .await
         .unwrap();
-    answer.await.unwrap().unwrap();
+    for answer in answer.await.unwrap() {
+        answer.unwrap();
+    }
 }
 
 /// Delivers `block` and waits for its commit acknowledgement.

@@ -193,9 +193,11 @@ pub struct ProducerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PipelineConfig {
-    /// Nonce reservation mailbox.
+    /// Nonce reservation mailbox, in admissions (one message is one
+    /// JSON-RPC batch's transactions).
     pub admission_mailbox_msgs: usize,
-    /// Each mempool shard's mailbox.
+    /// Each mempool shard's mailbox, in inserts (one message is what one
+    /// admission batch brought the shard).
     pub shard_mailbox_msgs: usize,
     /// Block producer mailbox.
     pub producer_mailbox_msgs: usize,

@@ -178,7 +178,7 @@ pub async fn dispatch(
         }
         "eth_sendRawTransaction" => {
             let raw = p.bytes(0)?;
-            Ok(json!(s.pipeline.begin(raw, true).await.await?))
+            Ok(json!(s.pipeline.admit_one(raw, true).await?))
         }
         "eth_sendRawTransactionSync" => send_sync(s, &p).await,
         "eth_getTransactionByHash" => {
@@ -363,7 +363,7 @@ async fn send_sync(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
     } else {
         asked
     };
-    let hash = match s.pipeline.begin(raw, false).await.await {
+    let hash = match s.pipeline.admit_one(raw, false).await {
         Ok(hash) => hash,
         Err(e @ sluice_txpool::TxError::NonceTooHigh { next, .. }) => {
             return Err(RpcError { code: SYNC_NONCE_GAP, message: e.to_string(), data: Some(hex_u64(next)) })

@@ -22,7 +22,7 @@ pub mod sync;
 pub mod trace;
 pub mod ws;
 
-pub use pipeline::{Admitting, BoxFuture, Pipeline};
+pub use pipeline::{BoxFuture, Pipeline};
 
 use std::sync::Arc;
 

@@ -18,20 +18,25 @@ use crate::error::RpcError;
 /// `dyn Pipeline`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A submission whose admission has begun; awaiting it finishes it: the
-/// transaction's hash once its nonce is reserved, or why it was refused.
-pub type Admitting<'a> = BoxFuture<'a, Result<B256, TxError>>;
-
 /// What the JSON-RPC server needs of the node behind it.
 pub trait Pipeline: Send + Sync {
-    /// Starts admitting the raw transaction `raw` (the node's own checks,
-    /// then sender recovery queued, not awaited) and returns what finishes
-    /// it. A batch begins all its submissions before it finishes the first,
-    /// so their senders are recovered in parallel while the calls are
-    /// answered in order. With `hold_gaps`, a nonce above the sender's next
-    /// one is held until the gap fills; without, it is refused ("nonce too
-    /// high", as `eth_sendRawTransactionSync` requires).
-    fn begin(&self, raw: Bytes, hold_gaps: bool) -> BoxFuture<'_, Admitting<'_>>;
+    /// Admits raw transactions together, in order: the node's own checks
+    /// and sender recovery of all of them begin before the first is
+    /// awaited, then their nonces are reserved in one step. Each one's
+    /// hash, or why it was refused, in order. A JSON-RPC batch's
+    /// submissions go through one call, so the batch crosses the pipeline's
+    /// hops once, not once per transaction. With `hold_gaps`, a nonce above
+    /// the sender's next one is held until the gap fills; without, it is
+    /// refused ("nonce too high", as `eth_sendRawTransactionSync` requires).
+    fn admit(&self, raws: Vec<Bytes>, hold_gaps: bool) -> BoxFuture<'_, Vec<Result<B256, TxError>>>;
+
+    /// Admits one raw transaction ([`Pipeline::admit`] of one).
+    fn admit_one(&self, raw: Bytes, hold_gaps: bool) -> BoxFuture<'_, Result<B256, TxError>> {
+        Box::pin(async move {
+            let mut results = self.admit(vec![raw], hold_gaps).await;
+            results.pop().unwrap_or(Err(TxError::Unavailable("admission stopped")))
+        })
+    }
 
     /// The next nonce of `address` counting its admitted, uncommitted
     /// transactions; `None` when it has none in flight.

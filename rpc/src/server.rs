@@ -20,7 +20,9 @@ use super::{
     params::Params,
     SharedState,
 };
-use crate::{metrics as m, Admitting};
+use sluice_txpool::TxError;
+
+use crate::metrics as m;
 
 /// Starts the HTTP server on its own worker threads. Returns the bound
 /// address (the configured port may be 0) and a handle to stop it.
@@ -122,27 +124,38 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
                 return Some(error_response(Value::Null, &err).to_string().into_bytes());
             }
             let calls: Vec<Result<Call, Value>> = calls.into_iter().map(Call::parse).collect();
-            // Every submission of the batch starts its sender recovery now,
-            // so the recovery threads work through the batch while the calls
-            // are answered one by one, in order (nonces stay in order).
-            let mut begun = Vec::with_capacity(calls.len());
+            // The batch's submissions are admitted together, before any
+            // call is answered: their senders are recovered in parallel and
+            // their nonces reserved in one step, in the batch's order (a
+            // sender's nonces stay in order). JSON-RPC lets a server handle
+            // a batch's calls in any order.
+            let began = Instant::now();
+            let mut raws = Vec::new();
+            let mut slots = Vec::with_capacity(calls.len());
             for call in &calls {
-                begun.push(match call {
-                    Ok(c) if c.method == "eth_sendRawTransaction" => match Params::new(c.params.as_ref()) {
-                        Ok(p) => match p.bytes(0) {
-                            Ok(raw) => Some(state.pipeline.begin(raw, true).await),
-                            Err(_) => None,
-                        },
-                        Err(_) => None,
-                    },
+                let raw = match call {
+                    Ok(c) if c.method == "eth_sendRawTransaction" => {
+                        Params::new(c.params.as_ref()).and_then(|p| p.bytes(0)).ok()
+                    }
                     _ => None,
-                });
+                };
+                slots.push(raw.is_some());
+                raws.extend(raw);
             }
+            let mut admitted =
+                if raws.is_empty() { Vec::new() } else { state.pipeline.admit(raws, true).await }.into_iter();
+            let answered: Vec<Option<Admitted>> = slots
+                .into_iter()
+                .map(|sent| {
+                    let stopped = || Err(TxError::Unavailable("admission stopped"));
+                    sent.then(|| Admitted { result: admitted.next().unwrap_or_else(stopped), began })
+                })
+                .collect();
             let mut out = Vec::with_capacity(calls.len() * 64);
             out.push(b'[');
             let mut first = true;
-            for (call, begun) in calls.into_iter().zip(begun) {
-                let Some(resp) = call_one(state, call, &mut *local, begun).await else { continue };
+            for (call, answered) in calls.into_iter().zip(answered) {
+                let Some(resp) = call_one(state, call, &mut *local, answered).await else { continue };
                 let bytes = resp.to_string();
                 if out.len() + bytes.len() + 2 > max {
                     let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
@@ -203,24 +216,34 @@ impl Call {
     }
 }
 
-/// Answers one call; `None` for a notification (no `id`). `begun`: its
-/// transaction's admission, when the batch started it already.
+/// A batch's transaction submission, admitted before its call is answered.
+struct Admitted {
+    result: Result<alloy_primitives::B256, TxError>,
+    /// When the batch's admission began (the call's latency starts there).
+    began: Instant,
+}
+
+/// Answers one call; `None` for a notification (no `id`). `admitted`: its
+/// transaction's admission, when the batch did it already.
 async fn call_one(
     state: &SharedState,
     call: Result<Call, Value>,
     local: LocalMethods<'_>,
-    begun: Option<Admitting<'_>>,
+    admitted: Option<Admitted>,
 ) -> Option<Value> {
     let Call { id, method, params } = match call {
         Ok(call) => call,
         Err(response) => return Some(response),
     };
     let reply_id = id.clone().unwrap_or(Value::Null);
-    let start = Instant::now();
+    let mut start = Instant::now();
     let label = eth::metric_label(&method);
-    let result = match (local(&method, params.as_ref()), begun) {
+    let result = match (local(&method, params.as_ref()), admitted) {
         (Some(answered), _) => answered,
-        (None, Some(begun)) => begun.await.map(|hash| json!(hash)).map_err(RpcError::from),
+        (None, Some(Admitted { result, began })) => {
+            start = began;
+            result.map(|hash| json!(hash)).map_err(RpcError::from)
+        }
         (None, None) => eth::dispatch(state, &method, params.as_ref()).await,
     };
     metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(1);

@@ -123,3 +123,52 @@ fn each_refusal_has_its_code_and_geth_message() {
         );
     }
 }
+
+/// A batch's submissions are admitted together (one nonce reservation
+/// step) yet each gets its own answer, in place: refusals between
+/// admissions disturb neither, other calls in the batch are answered as
+/// usual, and a sender's nonces in one batch go in in order.
+#[test]
+fn a_batch_answers_each_submission_in_place() {
+    let node = TestNode::start(&[], &["--block-time-ms", "200"]);
+    let (a, b) = (dev(0), dev(1));
+    let to = random_signer().address();
+    let a0 = transfer(&a, 0, to, 1);
+    let a1 = transfer(&a, 1, to, 1);
+    let b0 = transfer(&b, 0, to, 1);
+    let gap = transfer(&b, 5, to, 1);
+    let poor = transfer(&random_signer(), 0, to, 1);
+    let send = |id: u64, raw: &Bytes| json!({"jsonrpc": "2.0", "id": id, "method": "eth_sendRawTransaction", "params": [raw]});
+    let batch = json!([
+        send(0, &a0),
+        send(1, &a0),
+        {"jsonrpc": "2.0", "id": 2, "method": "eth_chainId"},
+        send(3, &Bytes::from_static(&[0xde, 0xad])),
+        send(4, &a1),
+        send(5, &poor),
+        {"jsonrpc": "2.0", "method": "eth_sendRawTransaction", "params": [b0]},
+        send(7, &gap),
+    ]);
+    let answers = node.post(&batch);
+    let answers = answers.as_array().expect("a batch answer");
+    assert_eq!(answers.len(), 7, "the notification is not answered: {answers:?}");
+    let by_id = |id: u64| answers.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("no answer {id}"));
+    let hash = |raw: &Bytes| json!(alloy_primitives::keccak256(raw));
+    assert_eq!(by_id(0)["result"], hash(&a0));
+    assert_eq!(by_id(1)["error"]["message"], "already known");
+    assert_eq!(by_id(2)["result"], "0x7a69");
+    assert_eq!(by_id(3)["error"]["code"], -32000, "{}", by_id(3));
+    assert_eq!(by_id(4)["result"], hash(&a1));
+    let funds = by_id(5)["error"]["message"].as_str().unwrap_or_default();
+    assert!(funds.starts_with("insufficient funds for gas * price + value"), "{funds}");
+    // Held for its gap (nonces 1-4 of b are missing): answered with its hash.
+    assert_eq!(by_id(7)["result"], hash(&gap));
+    // Answers keep the batch's order.
+    let ids: Vec<u64> = answers.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [0, 1, 2, 3, 4, 5, 7]);
+    for raw in [&a0, &a1, &b0] {
+        assert_eq!(node.receipt(&alloy_primitives::keccak256(raw))["status"], "0x1");
+    }
+    let queued = node.ok("txpool_status", json!([]));
+    assert_eq!(queued["queued"], "0x1", "{queued}");
+}

@@ -63,6 +63,23 @@ pub enum WorkloadKind {
     /// `--existing-accounts` synthetic accounts funded at genesis (the
     /// node's `chain.synthetic_accounts`).
     Existing,
+    /// ERC-20-like `transfer(holder, 1)` where the holder is another of the
+    /// run's senders (token deployed and minted for every sender at setup):
+    /// no new accounts or slots, so state does not grow.
+    Erc20Holders,
+    /// A mixed block, drawn per transaction from the seed: 0.5% (1 in 200)
+    /// deploy a counter contract, 50% are token transfers among holders (as
+    /// erc20-holders), 49.5% are native transfers to fresh recipients (as
+    /// transfer).
+    Mixed,
+}
+
+impl WorkloadKind {
+    /// The name as typed on the command line (`erc20-holders`), for the
+    /// summary and the plot's title.
+    pub fn name(self) -> String {
+        self.to_possible_value().map_or_else(|| format!("{self:?}").to_lowercase(), |v| v.get_name().into())
+    }
 }
 
 /// The flags of a load run.

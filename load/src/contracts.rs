@@ -2,7 +2,8 @@
 //! assembler for jump labels (no solc on these machines, and the code is
 //! small enough to read).
 //!
-//! - Counter: every call does `slot0 += 1` (the fully contended workload).
+//! - Counter: every call does `slot0 += 1` (the fully contended workload;
+//!   also what the `mixed` workload deploys).
 //! - Token: an ERC-20-like token. Balances live at slot = holder address
 //!   (not a keccak mapping: cheaper to read, same access pattern).
 //!   `transfer(address,uint256)` reverts on insufficient balance, moves the

@@ -86,6 +86,13 @@ pub fn run(args: &RunArgs) -> Result<Summary, LoadError> {
         max_fee_wei: u128::from(args.max_fee_gwei) * GWEI,
         tip_wei: u128::from(args.tip_gwei) * GWEI,
     };
+    // The token workloads: a token, and every sender minted (a holder).
+    let token_setup = || -> Result<Address, LoadError> {
+        let token = setup::deploy(&rpc, &fees, &signers[0], &contracts::token_runtime())?;
+        eprintln!("setup: token at {token}; minting for {} senders", signers.len());
+        setup::mint_all(&rpc, &fees, token, &signers)?;
+        Ok(token)
+    };
     let workload = match args.workload {
         WorkloadKind::Transfer => Workload::Transfer,
         WorkloadKind::Conflict => Workload::Conflict { rate: args.conflict_rate },
@@ -100,12 +107,9 @@ pub fn run(args: &RunArgs) -> Result<Summary, LoadError> {
             eprintln!("setup: counter at {counter}");
             Workload::Counter { counter }
         }
-        WorkloadKind::Erc20 => {
-            let token = setup::deploy(&rpc, &fees, &signers[0], &contracts::token_runtime())?;
-            eprintln!("setup: token at {token}; minting for {} senders", signers.len());
-            setup::mint_all(&rpc, &fees, token, &signers)?;
-            Workload::Erc20 { token }
-        }
+        WorkloadKind::Erc20 => Workload::Erc20 { token: token_setup()? },
+        WorkloadKind::Erc20Holders => Workload::Erc20Holders { token: token_setup()? },
+        WorkloadKind::Mixed => Workload::Mixed { token: token_setup()? },
     };
     let addrs: Vec<Address> = signers.iter().map(Signer::address).collect();
     let nonces = setup::pending_nonces(&rpc, &addrs)?;
@@ -172,7 +176,7 @@ pub fn run(args: &RunArgs) -> Result<Summary, LoadError> {
 
     let mut summary = Summary {
         label: args.label.clone(),
-        workload: format!("{:?}", args.workload).to_lowercase(),
+        workload: args.workload.name(),
         senders: signers.len(),
         connections: args.connections,
         batch: args.batch,
@@ -343,5 +347,15 @@ mod tests {
         assert!(check(&parse(&["--count", "1", "--url", bad, "--connections", "2"])).is_err());
         let scan = parse(&["--count", "1", "--url", four, "--scan-url", "http://127.0.0.1:9"]);
         assert_eq!(scan.scan_url(), "http://127.0.0.1:9");
+    }
+
+    #[test]
+    fn workloads_are_named_as_typed() {
+        let parse =
+            |a: &[&str]| Cli::try_parse_from(std::iter::once("load").chain(a.iter().copied())).unwrap().run;
+        for name in ["transfer", "erc20", "erc20-holders", "mixed"] {
+            assert_eq!(parse(&["--count", "1", "--workload", name]).workload.name(), name);
+        }
+        assert_eq!(parse(&["--count", "1"]).workload, WorkloadKind::Transfer);
     }
 }

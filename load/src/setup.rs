@@ -11,7 +11,7 @@ use sluice_txpool::Signer;
 use crate::{
     contracts,
     rpc::{quantity, Rpc},
-    workload::{sign, Fees, PreTx},
+    workload::{sign, Fees, PreTx, DEPLOY_GAS},
     LoadError,
 };
 
@@ -123,7 +123,7 @@ fn tx(fees: &Fees, nonce: u64, to: TxKind, gas_limit: u64, input: Bytes) -> Type
 pub fn deploy(rpc: &Rpc, fees: &Fees, deployer: &Signer, runtime: &[u8]) -> Result<Address, LoadError> {
     let nonce = pending_nonces(rpc, &[deployer.address()])?.first().copied().unwrap_or(0);
     let create =
-        sign(deployer, tx(fees, nonce, TxKind::Create, 500_000, contracts::initcode(runtime)), nonce);
+        sign(deployer, tx(fees, nonce, TxKind::Create, DEPLOY_GAS, contracts::initcode(runtime)), nonce);
     let receipts = send_and_wait(rpc, std::slice::from_ref(&create))?;
     let addr = receipts
         .first()

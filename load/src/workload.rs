@@ -38,7 +38,33 @@ pub enum Workload {
         /// The counter.
         counter: Address,
     },
+    /// ERC-20-like `transfer(holder, 1)` on a token deployed at setup, where
+    /// the holder is another of the run's senders (all minted at setup), so
+    /// no account or slot is created: state does not grow. The holder is
+    /// drawn from (seed, index) with [`holder`], never the sender itself
+    /// unless it is the only one.
+    Erc20Holders {
+        /// The token.
+        token: Address,
+    },
+    /// A mixed block, per transaction index by [`unit_draw`] `u`:
+    /// - `u < 0.005` (0.5%, 1 in 200): a contract creation deploying the
+    ///   counter (`TxKind::Create`, [`DEPLOY_GAS`]);
+    /// - `0.005 <= u < 0.505` (50%): `transfer(holder, 1)` on `token`, as
+    ///   [`Workload::Erc20Holders`];
+    /// - `u >= 0.505` (49.5%): 1 wei to a fresh recipient, as
+    ///   [`Workload::Transfer`].
+    Mixed {
+        /// The token, deployed and minted for every sender at setup.
+        token: Address,
+    },
 }
+
+/// Share of [`Workload::Mixed`] transactions that deploy a contract.
+pub const MIXED_DEPLOY_SHARE: f64 = 0.005;
+/// Share of [`Workload::Mixed`] transactions that are token transfers
+/// among holders (the rest are native transfers to fresh recipients).
+pub const MIXED_ERC20_SHARE: f64 = 0.5;
 
 /// Gas and fee settings shared by every transaction of a run.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +81,10 @@ pub struct Fees {
 /// ~52k; generous so a cold slot never runs out).
 const CALL_GAS: u64 = 100_000;
 
+/// Gas limit of a contract creation (deploying the counter uses ~55k;
+/// generous so a larger contract from [`contracts`] fits too).
+pub const DEPLOY_GAS: u64 = 500_000;
+
 impl Workload {
     /// The unsigned transaction number `index` of the run, from `sender`
     /// (index `sender_idx` among `senders`) at `nonce`.
@@ -67,34 +97,39 @@ impl Workload {
         sender_idx: usize,
         senders: &[Address],
     ) -> TypedTransaction {
+        let native = |to| (TxKind::Call(to), 21_000, Bytes::new(), U256::from(1));
+        let token_transfer = |token, to| {
+            let data = contracts::call_address_amount(contracts::TRANSFER_SELECTOR, to, U256::from(1));
+            (TxKind::Call(token), CALL_GAS, data, U256::ZERO)
+        };
+        let to_holder = |token| token_transfer(token, holder(seed, index, sender_idx, senders));
         let (to, gas, input, value) = match *self {
-            Workload::Transfer => (keys::recipient(seed, index), 21_000, Bytes::new(), U256::from(1)),
+            Workload::Transfer => native(keys::recipient(seed, index)),
             Workload::Conflict { rate } => {
                 let partner = senders.get(sender_idx ^ 1).copied();
-                let to = match partner {
+                native(match partner {
                     Some(p) if unit_draw(seed, index) < rate => p,
                     _ => keys::recipient(seed, index),
-                };
-                (to, 21_000, Bytes::new(), U256::from(1))
+                })
             }
             Workload::Existing { accounts } => {
                 let pick = (unit_draw(seed, index) * accounts as f64) as u64;
-                (
-                    sluice_messages::synthetic_address(pick.min(accounts.saturating_sub(1))),
-                    21_000,
-                    Bytes::new(),
-                    U256::from(1),
-                )
+                native(sluice_messages::synthetic_address(pick.min(accounts.saturating_sub(1))))
             }
-            Workload::Erc20 { token } => {
-                let data = contracts::call_address_amount(
-                    contracts::TRANSFER_SELECTOR,
-                    keys::recipient(seed, index),
-                    U256::from(1),
-                );
-                (token, CALL_GAS, data, U256::ZERO)
+            Workload::Erc20 { token } => token_transfer(token, keys::recipient(seed, index)),
+            Workload::Counter { counter } => (TxKind::Call(counter), CALL_GAS, Bytes::new(), U256::ZERO),
+            Workload::Erc20Holders { token } => to_holder(token),
+            Workload::Mixed { token } => {
+                let u = unit_draw(seed, index);
+                if u < MIXED_DEPLOY_SHARE {
+                    let init = contracts::initcode(&contracts::counter_runtime());
+                    (TxKind::Create, DEPLOY_GAS, init, U256::ZERO)
+                } else if u < MIXED_DEPLOY_SHARE + MIXED_ERC20_SHARE {
+                    to_holder(token)
+                } else {
+                    native(keys::recipient(seed, index))
+                }
             }
-            Workload::Counter { counter } => (counter, CALL_GAS, Bytes::new(), U256::ZERO),
         };
         TypedTransaction::Eip1559(TxEip1559 {
             chain_id: fees.chain_id,
@@ -102,7 +137,7 @@ impl Workload {
             gas_limit: gas,
             max_fee_per_gas: fees.max_fee_wei,
             max_priority_fee_per_gas: fees.tip_wei,
-            to: TxKind::Call(to),
+            to,
             value,
             access_list: Default::default(),
             input,
@@ -119,6 +154,28 @@ pub fn unit_draw(seed: u64, index: u64) -> f64 {
     let mut top = [0u8; 8];
     top.copy_from_slice(&h[..8]);
     (u64::from_be_bytes(top) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The token holder transaction `index` of sender `sender_idx` pays: another
+/// of `senders`, drawn from (seed, index) independently of [`unit_draw`]
+/// (so [`Workload::Mixed`]'s choice of kind does not bias it), never the
+/// sender itself unless it is the only one. The senders are the holders:
+/// setup minted for every one of them.
+pub fn holder(seed: u64, index: u64, sender_idx: usize, senders: &[Address]) -> Address {
+    let n = senders.len();
+    if n < 2 {
+        return senders.first().copied().unwrap_or_default();
+    }
+    let mut buf = [0u8; 22];
+    buf[..8].copy_from_slice(&seed.to_be_bytes());
+    buf[8..16].copy_from_slice(&index.to_be_bytes());
+    buf[16..].copy_from_slice(b"holder");
+    let h = keccak(&buf);
+    let mut top = [0u8; 8];
+    top.copy_from_slice(&h[..8]);
+    // An offset in 1..n from the sender: any other sender, never itself.
+    let offset = 1 + (u64::from_be_bytes(top) % (n as u64 - 1)) as usize;
+    senders[(sender_idx % n + offset) % n]
 }
 
 /// A signed transaction ready to send.
@@ -226,6 +283,91 @@ mod tests {
         assert_ne!(to(never, 3), Some(addrs[1]));
         let hits = (0..1000).filter(|i| unit_draw(9, *i) < 0.3).count();
         assert!((200..400).contains(&hits), "{hits} of 1000 draws under 0.3");
+    }
+
+    fn fees() -> Fees {
+        Fees { chain_id: 31337, max_fee_wei: 2, tip_wei: 1 }
+    }
+
+    fn eip1559(tx: TypedTransaction) -> TxEip1559 {
+        match tx {
+            TypedTransaction::Eip1559(tx) => tx,
+            other => panic!("not EIP-1559: {other:?}"),
+        }
+    }
+
+    /// The recipient of a token `transfer(to, amount)` call, and the amount.
+    fn transfer_args(input: &[u8]) -> (Address, U256) {
+        assert_eq!(input.len(), 68);
+        assert_eq!(&input[..4], &contracts::TRANSFER_SELECTOR);
+        assert_eq!(&input[4..16], &[0u8; 12]);
+        (Address::from_slice(&input[16..36]), U256::from_be_slice(&input[36..68]))
+    }
+
+    #[test]
+    fn erc20_holders_pay_another_sender_never_a_fresh_address() {
+        let token = Address::repeat_byte(0x70);
+        let addrs: Vec<Address> = keys::seeded_keys(3, 5).iter().map(Signer::address).collect();
+        let w = Workload::Erc20Holders { token };
+        let mut paid = std::collections::HashSet::new();
+        for index in 0..2000u64 {
+            let sender = (index % 5) as usize;
+            let tx = eip1559(w.build(&fees(), 3, index, index / 5, sender, &addrs));
+            assert_eq!(tx.to, TxKind::Call(token));
+            assert_eq!(tx.value, U256::ZERO);
+            let (to, amount) = transfer_args(&tx.input);
+            assert_eq!(amount, U256::from(1));
+            assert!(addrs.contains(&to), "index {index}: {to} is not a holder");
+            assert_ne!(to, addrs[sender], "index {index}: sends to itself");
+            assert_ne!(to, keys::recipient(3, index));
+            paid.insert(to);
+            // Deterministic in (seed, index).
+            assert_eq!(tx, eip1559(w.build(&fees(), 3, index, index / 5, sender, &addrs)));
+        }
+        assert_eq!(paid.len(), 5, "every holder is paid by someone");
+        // A lone sender can only pay itself.
+        let tx = eip1559(w.build(&fees(), 3, 0, 0, 0, &addrs[..1]));
+        assert_eq!(transfer_args(&tx.input).0, addrs[0]);
+    }
+
+    #[test]
+    fn mixed_proportions_and_kinds() {
+        let token = Address::repeat_byte(0x70);
+        let addrs: Vec<Address> = keys::seeded_keys(4, 7).iter().map(Signer::address).collect();
+        let w = Workload::Mixed { token };
+        let (mut deploys, mut erc20, mut native) = (0u32, 0u32, 0u32);
+        let total = 10_000u64;
+        for index in 0..total {
+            let sender = (index % 7) as usize;
+            let tx = eip1559(w.build(&fees(), 4, index, 0, sender, &addrs));
+            match tx.to {
+                TxKind::Create => {
+                    deploys += 1;
+                    assert!(!tx.input.is_empty());
+                    assert_eq!(tx.input, contracts::initcode(&contracts::counter_runtime()));
+                    assert_eq!(tx.gas_limit, DEPLOY_GAS);
+                    assert_eq!(tx.value, U256::ZERO);
+                }
+                TxKind::Call(to) if to == token => {
+                    erc20 += 1;
+                    let (holder, amount) = transfer_args(&tx.input);
+                    assert!(addrs.contains(&holder) && holder != addrs[sender]);
+                    assert_eq!(amount, U256::from(1));
+                }
+                TxKind::Call(to) => {
+                    native += 1;
+                    assert_eq!(to, keys::recipient(4, index));
+                    assert_eq!(tx.value, U256::from(1));
+                    assert!(tx.input.is_empty());
+                    assert_eq!(tx.gas_limit, 21_000);
+                }
+            }
+        }
+        assert_eq!(u64::from(deploys + erc20 + native), total);
+        // Expected 50, 5,000 and 4,950 (binomial sd ~7, ~50, ~50).
+        assert!((25..=80).contains(&deploys), "{deploys} deploys of {total}");
+        assert!((4_800..=5_200).contains(&erc20), "{erc20} token transfers of {total}");
+        assert!((4_750..=5_150).contains(&native), "{native} native transfers of {total}");
     }
 
     #[test]

@@ -6,9 +6,9 @@
 //! reads the sender's committed account (so the nonce actor does not wait
 //! on the store) and passes the transaction to the serialized nonce
 //! reservation. A JSON-RPC batch goes through as one: every submission
-//! starts recovery before the first is awaited, and all of them reach the
-//! nonce actor in one message, so the batch pays each hop (a mailbox send,
-//! a wake-up, a reply) once instead of once per transaction.
+//! starts recovery before any is awaited, their results come back together
+//! and all of them reach the nonce actor in one message, so the batch pays
+//! each wake-up and reply once instead of once per transaction.
 //!
 //! A full recovery queue or a full mempool is answered at once with
 //! `txpool is full`; sending to the nonce actor waits while its mailbox is
@@ -39,7 +39,7 @@ use crate::{
     mailbox::{mailbox, MailboxSender},
     metrics as m,
     protocol::{AdmitTx, CommittedAccount, NonceMsg},
-    recovery::{Recovering, Recovery},
+    recovery::{Batch, Recovered, Recovery},
 };
 
 /// The pipeline's entry, as the JSON-RPC server reaches it
@@ -104,11 +104,11 @@ impl Pipeline for Admission {
     fn admit(&self, raws: Vec<Bytes>, hold_gaps: bool) -> BoxFuture<'_, Vec<Result<B256, TxError>>> {
         Box::pin(async move {
             let received = Instant::now();
-            let mut begun = Vec::with_capacity(raws.len());
+            let mut batch = self.recovery.batch();
             for raw in raws {
-                begun.push(begin(self, raw).await);
+                begin(self, raw, &mut batch).await;
             }
-            let results = admit_all(self, begun, received, (hold_gaps, false)).await;
+            let results = admit_all(self, batch.wait().await, received, (hold_gaps, false)).await;
             count(m::TX_ADMISSION, &results);
             results
         })
@@ -147,23 +147,24 @@ impl Pipeline for Admission {
 }
 
 /// Starts admitting `raw`: the node's own checks, then the transaction is
-/// queued for recovery without waiting for it. Every submission of a batch
-/// begins before the first is awaited, so the recovery threads work
-/// through the batch together.
-async fn begin(state: &Admission, raw: Bytes) -> Result<Recovering, TxError> {
+/// added to `batch` for recovery without waiting for it (or answered there
+/// with why it was refused). Every submission of a JSON-RPC batch begins
+/// before any is awaited, so the recovery threads work through the batch
+/// together.
+async fn begin(state: &Admission, raw: Bytes, batch: &mut Batch<'_>) {
     if !state.accepting.load(Ordering::Acquire) {
-        return Err(TxError::Unavailable("node is shutting down"));
+        return batch.refuse(TxError::Unavailable("node is shutting down"));
     }
     if let Some(reason) = state.store.halted() {
         // Nothing admitted now could ever be committed.
-        return Err(TxError::StoreHalted(reason));
+        return batch.refuse(TxError::StoreHalted(reason));
     }
     // A full pool refuses before the expensive part: recovering senders
     // only to refuse their transactions would take the CPU the pipeline
     // needs to drain the pool. (A racy read: the nonce actor still
     // enforces the bound exactly.)
     if state.pool.len() >= state.pool.max_txs() {
-        return Err(TxError::TxPoolFull);
+        return batch.refuse(TxError::TxPoolFull);
     }
     let fault = faults::point(Site::Admission).fire();
     match fault {
@@ -172,28 +173,30 @@ async fn begin(state: &Admission, raw: Bytes) -> Result<Recovering, TxError> {
         // stage stopped taking from its queue.
         Some(Action::Stall(d)) => std::thread::sleep(d),
         Some(Action::Drop) => {
-            return Err(TxError::Unavailable("request dropped (injected fault at admission)"))
+            return batch.refuse(TxError::Unavailable("request dropped (injected fault at admission)"))
         }
-        Some(Action::Error) => return Err(TxError::Unavailable("injected error at failpoint admission")),
+        Some(Action::Error) => {
+            return batch.refuse(TxError::Unavailable("injected error at failpoint admission"))
+        }
         Some(Action::Panic) | None => {}
     }
-    state.recovery.submit(raw, fault == Some(Action::Panic))
+    batch.submit(raw, fault == Some(Action::Panic));
 }
 
-/// Finishes admitting begun submissions, in order: waits for each one's
-/// recovery, reads its sender's committed account, then reserves the
-/// nonces of all of them in one message to the nonce actor. Each one's
-/// hash (keccak of the raw bytes), or why it was refused.
+/// Finishes admitting recovered submissions, in order: reads each one's
+/// sender's committed account, then reserves the nonces of all of them in
+/// one message to the nonce actor. Each one's hash (keccak of the raw
+/// bytes), or why it was refused.
 async fn admit_all(
     state: &Admission,
-    begun: Vec<Result<Recovering, TxError>>,
+    recovered: Vec<Recovered>,
     received: Instant,
     (hold_gaps, from_peer): (bool, bool),
 ) -> Vec<Result<B256, TxError>> {
-    let mut results = Vec::with_capacity(begun.len());
+    let mut results = Vec::with_capacity(recovered.len());
     let (mut txs, mut slots) = (Vec::new(), Vec::new());
-    for recovering in begun {
-        match checked(state, recovering).await {
+    for tx in recovered {
+        match tx.and_then(|tx| checked(state, tx)) {
             Ok((tx, committed)) => {
                 slots.push(results.len());
                 results.push(Ok(tx.hash));
@@ -221,11 +224,7 @@ async fn admit_all(
 
 /// A recovered transaction with its sender's committed account, or why
 /// it cannot be admitted.
-async fn checked(
-    state: &Admission,
-    recovering: Result<Recovering, TxError>,
-) -> Result<(RecoveredTx, CommittedAccount), TxError> {
-    let tx = recovering?.wait().await?;
+fn checked(state: &Admission, tx: RecoveredTx) -> Result<(RecoveredTx, CommittedAccount), TxError> {
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
     if let Some(acct) = account {
@@ -267,7 +266,7 @@ fn count(counter: &'static str, results: &[Result<B256, TxError>]) {
 /// Outcomes are counted in `sluice_gossip_admitted_total{result}`.
 pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
     let received = Instant::now();
-    let mut begun = Vec::with_capacity(raws.len());
+    let mut batch = state.recovery.batch();
     let mut committed = 0;
     for raw in raws {
         // A copy of what this node has committed already (its block came
@@ -278,13 +277,13 @@ pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
             committed += 1;
             continue;
         }
-        begun.push(if !state.accepting.load(Ordering::Acquire) {
-            Err(TxError::Unavailable("node is shutting down"))
+        if !state.accepting.load(Ordering::Acquire) {
+            batch.refuse(TxError::Unavailable("node is shutting down"));
         } else if let Some(reason) = state.store.halted() {
-            Err(TxError::StoreHalted(reason))
+            batch.refuse(TxError::StoreHalted(reason));
         } else {
-            state.recovery.submit_waiting(raw).await
-        });
+            batch.submit_waiting(raw).await;
+        }
     }
     if committed > 0 {
         metrics::counter!(m::GOSSIP_ADMITTED, "result" => "committed").increment(committed);
@@ -293,6 +292,6 @@ pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
     // sends are unreliable): the rest of that sender's transactions
     // would wait for it in the future queue, filling it for everyone.
     // Refused instead; the validator that admitted them proposes them.
-    let results = admit_all(state, begun, received, (false, true)).await;
+    let results = admit_all(state, batch.wait().await, received, (false, true)).await;
     count(m::GOSSIP_ADMITTED, &results);
 }

@@ -63,6 +63,10 @@ pub const MEMPOOL_FUTURE_TXS: &str = "sluice_mempool_future_txs";
 /// `reason` of [`TXS_DROPPED`]: a failed proposal's transactions found the
 /// producer's mailbox full (or closed) on their way back to the mempool.
 pub const DROP_RESTORE_REFUSED: &str = "restore_refused";
+/// `reason` of [`TXS_DROPPED`]: the nonce actor panicked after reserving a
+/// transaction and before sending it to its shard (its client, if any, was
+/// answered with an error).
+pub const DROP_RESTARTED: &str = "restarted";
 /// Time to execute a block.
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.

@@ -295,14 +295,17 @@ type Reply = tokio::sync::oneshot::Sender<Vec<Result<(), TxError>>>;
 
 /// Reserved transactions on their way to the shards, per shard, in order,
 /// with the batch places of those an admission waits for.
+#[derive(Default)]
 struct Outbox {
     txs: Vec<Vec<Pooled>>,
     slots: Vec<Vec<usize>>,
+    /// Staged transactions promoted from the held queue (no client waits).
+    promoted: Vec<alloy_primitives::B256>,
 }
 
 impl Outbox {
     fn new(shards: usize) -> Self {
-        Outbox { txs: vec![Vec::new(); shards], slots: vec![Vec::new(); shards] }
+        Outbox { txs: vec![Vec::new(); shards], slots: vec![Vec::new(); shards], promoted: Vec::new() }
     }
 }
 
@@ -340,10 +343,19 @@ impl NonceActor {
     /// held for its gap, or reserved and staged for its shard (with what
     /// its reservation let through of the sender's held ones); then the
     /// staged transactions go to their shards, one message per shard, and
-    /// the batch is answered.
-    fn handle_admit(&mut self, txs: Vec<AdmitTx>, received: Instant, reply: Reply, ctx: &mut Context<Self>) {
+    /// `reply` is answered. `out` and `reply` belong to the caller, so a
+    /// panic leaves them to it (`panic`: an injected one fires after the
+    /// first reservation is staged).
+    fn handle_admit(
+        &mut self,
+        txs: Vec<AdmitTx>,
+        received: Instant,
+        reply: &mut Option<Reply>,
+        out: &mut Outbox,
+        panic: bool,
+        ctx: &mut Context<Self>,
+    ) {
         let mut answers = Vec::with_capacity(txs.len());
-        let mut out = Outbox::new(self.shards.len());
         let reserve_seconds = metrics::histogram!(m::NONCE_RESERVE_SECONDS);
         for (slot, AdmitTx { tx, committed, hold_gaps, from_peer }) in txs.into_iter().enumerate() {
             let admitted = self.admit(&tx, committed, hold_gaps);
@@ -357,12 +369,45 @@ impl NonceActor {
                     answers.push(Ok(()));
                     reserve_seconds.record(received.elapsed().as_secs_f64());
                     let sender = tx.sender;
-                    self.stage(tx, Some(slot), &mut out);
-                    self.promote(&sender, &mut out);
+                    self.stage(tx, Some(slot), out);
+                    if panic {
+                        // Injected where a real panic costs most: with a
+                        // reservation made and staged, not yet sent.
+                        panic!("injected panic at failpoint nonce");
+                    }
+                    self.promote(&sender, out);
                 }
             }
         }
-        self.flush(out, answers, Some(reply), ctx);
+        if panic {
+            panic!("injected panic at failpoint nonce");
+        }
+        self.flush(std::mem::take(out), answers, reply.take(), ctx);
+    }
+
+    /// After a panic: what was reserved and staged but never reached a
+    /// shard leaves the in-flight index and the pool's count (the book is
+    /// rebuilt from that index next), so nothing stays "already known" or
+    /// holds a nonce without being on its way to a block. A client waiting
+    /// on one was answered with an error (it may send it again); one
+    /// promoted from the held queue had no one waiting, so it is reported
+    /// as dropped.
+    fn unstage(&mut self, out: Outbox) {
+        let mut promoted = Vec::new();
+        for tx in out.txs.into_iter().flatten().map(|p| p.tx) {
+            self.pending.remove(&tx.hash);
+            self.counters.release(1, tx.raw.len());
+            if out.promoted.contains(&tx.hash) {
+                promoted.push(tx);
+            } else {
+                tracing::warn!(tx = %tx.hash, "admission answered with an error: nonce reservation restarted");
+            }
+        }
+        report_future(
+            &promoted,
+            m::DROP_RESTARTED,
+            "nonce reservation restarted before it reached the mempool",
+        );
     }
 
     /// Validator mode: queues a transaction this node's own client sent
@@ -382,6 +427,9 @@ impl NonceActor {
         let shard = Self::shard_of(&tx.sender, self.shards.len());
         let seq = self.next_seq;
         self.next_seq += 1;
+        if slot.is_none() {
+            out.promoted.push(tx.hash);
+        }
         out.txs[shard].push(Pooled { tx, seq });
         out.slots[shard].extend(slot);
     }
@@ -442,15 +490,14 @@ impl NonceActor {
         // The reply of an admission is kept outside the contained section,
         // so a panic still answers it.
         let mut admit_reply = None;
+        // What is staged for the shards is kept outside too: a panic before
+        // it is sent must not leave it reserved (see `unstage`).
+        let mut out = Outbox::new(self.shards.len());
         let outcome = contain(|| match msg {
             NonceMsg::Admit { txs, received, reply } => {
-                let reply = admit_reply.insert(Some((txs.len(), reply)));
-                if panic {
-                    panic!("injected panic at failpoint nonce");
-                }
-                if let Some((_, reply)) = reply.take() {
-                    self.handle_admit(txs, received, reply, ctx);
-                }
+                let n = txs.len();
+                let (_, reply) = admit_reply.insert((n, Some(reply)));
+                self.handle_admit(txs, received, reply, &mut out, panic, ctx);
             }
             NonceMsg::Executed { height, senders } => {
                 if height > self.rebuilt_through {
@@ -460,11 +507,10 @@ impl NonceActor {
                 }
                 // A block may have filled a held transaction's gap (or
                 // taken its nonce).
-                let mut out = Outbox::new(self.shards.len());
                 for s in &senders {
                     self.promote(&s.address, &mut out);
                 }
-                self.flush(out, Vec::new(), None, ctx);
+                self.flush(std::mem::take(&mut out), Vec::new(), None, ctx);
                 self.expire();
                 self.seen_height = self.seen_height.max(height);
                 metrics::gauge!(m::NONCE_SENDERS).set(self.book.len() as f64);
@@ -488,10 +534,11 @@ impl NonceActor {
             }
         });
         if let Err(panic) = outcome {
-            if let Some(Some((n, reply))) = admit_reply {
+            if let Some((n, Some(reply))) = admit_reply {
                 let restarted = || Err(TxError::Unavailable("internal error: nonce reservation restarted"));
                 let _ = reply.send((0..n).map(|_| restarted()).collect());
             }
+            self.unstage(out);
             self.sup.panicked(&panic);
             if let Err(p) = contain(|| self.rebuild()) {
                 tracing::error!(panic = p, "rebuilding the nonce book panicked");

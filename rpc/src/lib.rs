@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod params;
 pub mod pipeline;
 pub mod server;
+pub mod submission;
 pub mod sync;
 pub mod trace;
 pub mod ws;

@@ -140,7 +140,11 @@ pub fn hash(v: &Value) -> Result<B256, String> {
 
 /// Hex data of any length.
 pub fn bytes(v: &Value) -> Result<Bytes, String> {
-    let s = as_str(v)?;
+    hex_bytes(as_str(v)?)
+}
+
+/// Hex data of any length, from the string itself.
+pub fn hex_bytes(s: &str) -> Result<Bytes, String> {
     let hex = strip_0x(s)?;
     if hex.len() % 2 == 1 {
         return Err(

@@ -12,13 +12,14 @@
 use std::time::{Duration, Instant};
 
 use actix_web::{dev::ServerHandle, web, App, HttpResponse, HttpServer};
-use serde_json::{json, Value};
+use alloy_primitives::Bytes;
+use serde_json::{json, value::RawValue, Value};
 
 use super::{
     error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
     eth,
     params::Params,
-    SharedState,
+    submission, SharedState,
 };
 use sluice_txpool::TxError;
 
@@ -102,78 +103,36 @@ pub(crate) type LocalMethods<'a> = &'a mut dyn FnMut(&str, Option<&Value>) -> Op
 /// the reply, or `None` when nothing is to be sent (only notifications).
 /// Shared by HTTP and WebSocket.
 pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethods<'_>) -> Option<Vec<u8>> {
+    // A batch is read element by element from the body's bytes, so its
+    // transaction submissions skip the `Value` tree (see
+    // [`crate::submission`]); anything else is read into one.
+    if let Ok(elements) = serde_json::from_slice::<Vec<&RawValue>>(body) {
+        if let Some(refused) = batch_len_refused(state, elements.len()) {
+            return Some(refused);
+        }
+        let mut calls = Vec::with_capacity(elements.len());
+        for element in elements {
+            calls.push(match submission::read(element) {
+                Some((id, raw)) => {
+                    (Ok(Call { id, method: submission::METHOD.to_owned(), params: None }), Some(raw))
+                }
+                // Nesting past serde_json's limit inside an element fails
+                // here: the whole body is a parse error, as when read at once.
+                None => match serde_json::from_str::<Value>(element.get()) {
+                    Ok(v) => read_call(v),
+                    Err(e) => return Some(parse_error(&e)),
+                },
+            });
+        }
+        return answer_batch(state, calls, local).await;
+    }
     let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
-        Err(e) => {
-            let err = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
-            return Some(error_response(Value::Null, &err).to_string().into_bytes());
-        }
+        Err(e) => return Some(parse_error(&e)),
     };
     let max = state.limits.max_response_bytes;
     match parsed {
-        Value::Array(calls) => {
-            if calls.is_empty() {
-                let err = RpcError::new(INVALID_REQUEST, "empty batch");
-                return Some(error_response(Value::Null, &err).to_string().into_bytes());
-            }
-            if calls.len() > state.limits.max_batch_len {
-                let err = RpcError::new(
-                    INVALID_REQUEST,
-                    format!("batch too large: {} calls, limit {}", calls.len(), state.limits.max_batch_len),
-                );
-                return Some(error_response(Value::Null, &err).to_string().into_bytes());
-            }
-            let calls: Vec<Result<Call, Value>> = calls.into_iter().map(Call::parse).collect();
-            // The batch's submissions are admitted together, before any
-            // call is answered: their senders are recovered in parallel and
-            // their nonces reserved in one step, in the batch's order (a
-            // sender's nonces stay in order). JSON-RPC lets a server handle
-            // a batch's calls in any order.
-            let began = Instant::now();
-            let mut raws = Vec::new();
-            let mut slots = Vec::with_capacity(calls.len());
-            for call in &calls {
-                let raw = match call {
-                    Ok(c) if c.method == "eth_sendRawTransaction" => {
-                        Params::new(c.params.as_ref()).and_then(|p| p.bytes(0)).ok()
-                    }
-                    _ => None,
-                };
-                slots.push(raw.is_some());
-                raws.extend(raw);
-            }
-            let mut admitted =
-                if raws.is_empty() { Vec::new() } else { state.pipeline.admit(raws, true).await }.into_iter();
-            let answered: Vec<Option<Admitted>> = slots
-                .into_iter()
-                .map(|sent| {
-                    let stopped = || Err(TxError::Unavailable("admission stopped"));
-                    sent.then(|| Admitted { result: admitted.next().unwrap_or_else(stopped), began })
-                })
-                .collect();
-            let mut out = Vec::with_capacity(calls.len() * 64);
-            out.push(b'[');
-            let mut first = true;
-            for (call, answered) in calls.into_iter().zip(answered) {
-                let Some(resp) = call_one(state, call, &mut *local, answered).await else { continue };
-                let bytes = resp.to_string();
-                if out.len() + bytes.len() + 2 > max {
-                    let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
-                    return Some(error_response(Value::Null, &err).to_string().into_bytes());
-                }
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                out.extend_from_slice(bytes.as_bytes());
-            }
-            out.push(b']');
-            if first {
-                // Only notifications: JSON-RPC says answer nothing.
-                return None;
-            }
-            Some(out)
-        }
+        Value::Array(calls) => answer_batch(state, calls.into_iter().map(read_call).collect(), local).await,
         single => match call_one(state, Call::parse(single), local, None).await {
             None => None,
             Some(resp) => {
@@ -187,6 +146,100 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
             }
         },
     }
+}
+
+/// The answer to a body that is not JSON.
+fn parse_error(e: &serde_json::Error) -> Vec<u8> {
+    let err = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
+    error_response(Value::Null, &err).to_string().into_bytes()
+}
+
+/// The answer to a batch of `len` calls when its length is refused: empty
+/// or over `rpc.max_batch_len`.
+fn batch_len_refused(state: &SharedState, len: usize) -> Option<Vec<u8>> {
+    let err = if len == 0 {
+        RpcError::new(INVALID_REQUEST, "empty batch")
+    } else if len > state.limits.max_batch_len {
+        RpcError::new(
+            INVALID_REQUEST,
+            format!("batch too large: {len} calls, limit {}", state.limits.max_batch_len),
+        )
+    } else {
+        return None;
+    };
+    Some(error_response(Value::Null, &err).to_string().into_bytes())
+}
+
+/// A batch element read into a `Value`: the call (or the error answering
+/// it), and its transaction's bytes if it submits one.
+fn read_call(element: Value) -> (Result<Call, Value>, Option<Bytes>) {
+    let call = Call::parse(element);
+    let raw = match &call {
+        Ok(c) if c.method == submission::METHOD => {
+            Params::new(c.params.as_ref()).and_then(|p| p.bytes(0)).ok()
+        }
+        _ => None,
+    };
+    (call, raw)
+}
+
+/// Answers a batch of read calls, with its limits: the reply, or `None`
+/// when it held only notifications.
+async fn answer_batch(
+    state: &SharedState,
+    calls: Vec<(Result<Call, Value>, Option<Bytes>)>,
+    local: LocalMethods<'_>,
+) -> Option<Vec<u8>> {
+    let max = state.limits.max_response_bytes;
+    if let Some(refused) = batch_len_refused(state, calls.len()) {
+        return Some(refused);
+    }
+    // The batch's submissions are admitted together, before any call is
+    // answered: their senders are recovered in parallel and their nonces
+    // reserved in one step, in the batch's order (a sender's nonces stay in
+    // order). JSON-RPC lets a server handle a batch's calls in any order.
+    let began = Instant::now();
+    let mut raws = Vec::new();
+    let mut slots = Vec::with_capacity(calls.len());
+    let calls: Vec<Result<Call, Value>> = calls
+        .into_iter()
+        .map(|(call, raw)| {
+            slots.push(raw.is_some());
+            raws.extend(raw);
+            call
+        })
+        .collect();
+    let mut admitted =
+        if raws.is_empty() { Vec::new() } else { state.pipeline.admit(raws, true).await }.into_iter();
+    let answered: Vec<Option<Admitted>> = slots
+        .into_iter()
+        .map(|sent| {
+            let stopped = || Err(TxError::Unavailable("admission stopped"));
+            sent.then(|| Admitted { result: admitted.next().unwrap_or_else(stopped), began })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(calls.len() * 64);
+    out.push(b'[');
+    let mut first = true;
+    for (call, answered) in calls.into_iter().zip(answered) {
+        let Some(resp) = call_one(state, call, &mut *local, answered).await else { continue };
+        let bytes = resp.to_string();
+        if out.len() + bytes.len() + 2 > max {
+            let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
+            return Some(error_response(Value::Null, &err).to_string().into_bytes());
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(bytes.as_bytes());
+    }
+    out.push(b']');
+    if first {
+        // Only notifications: JSON-RPC says answer nothing.
+        return None;
+    }
+    Some(out)
 }
 
 /// A call whose framing is valid.

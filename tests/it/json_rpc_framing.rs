@@ -90,3 +90,46 @@ fn read_methods_answer_like_geth() {
     let e = node.call("eth_getBalance", json!([dev(0).address(), "0x5"])).unwrap_err();
     assert_eq!(e["message"], "header not found");
 }
+
+/// A batch's submissions are read by a shortcut when they have the usual
+/// shape; every other spelling of the same call must be answered as it was
+/// before the shortcut: an escaped hex string is still the transaction, a
+/// wrongly typed id or bad hex still gets JSON-RPC's and geth's errors.
+#[test]
+fn batch_submissions_in_any_spelling_are_answered_alike() {
+    let node = TestNode::start(&[], &["--block-time-ms", "200"]);
+    let (a, b) = (dev(0), dev(1));
+    let to = random_signer().address();
+    let (a0, b0) = (transfer(&a, 0, to, 1), transfer(&b, 0, to, 1));
+    let hex = |raw: &alloy_primitives::Bytes| alloy_primitives::hex::encode(raw);
+    // "\u0030x" is "0x" escaped: the same string to any JSON reader.
+    let body = format!(
+        r#"[{{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x{}"]}},
+            {{"params":["\u0030x{}"],"method":"eth_sendRawTransaction","id":"two","jsonrpc":"2.0"}},
+            {{"jsonrpc":"2.0","id":3,"method":"eth_sendRawTransaction","params":["0x123"]}},
+            {{"jsonrpc":"2.0","id":[4],"method":"eth_sendRawTransaction","params":["0x{}"]}},
+            {{"jsonrpc":"2.0","id":5,"method":"eth_sendRawTransaction","params":["0x{}", 1]}}]"#,
+        hex(&a0),
+        hex(&b0),
+        hex(&a0),
+        hex(&a0)
+    );
+    let (status, reply) = node.post_raw(&body);
+    assert_eq!(status, 200);
+    let answers: Value = serde_json::from_str(&reply).unwrap();
+    let answers = answers.as_array().expect("a batch answer");
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    assert_eq!(answers[0]["result"], json!(alloy_primitives::keccak256(&a0)));
+    assert_eq!(answers[1]["id"], "two");
+    assert_eq!(answers[1]["result"], json!(alloy_primitives::keccak256(&b0)));
+    assert_eq!(answers[2]["error"]["code"], -32602, "{}", answers[2]);
+    let odd = answers[2]["error"]["message"].as_str().unwrap_or_default();
+    assert!(odd.starts_with("invalid argument 0: json: cannot unmarshal hex string of odd length"), "{odd}");
+    assert_eq!(answers[3]["error"]["code"], -32600, "an array id is an invalid request");
+    assert_eq!(answers[3]["id"], Value::Null);
+    // Extra params are ignored, as geth does: the transaction is known.
+    assert_eq!(answers[4]["error"]["message"], "already known", "{}", answers[4]);
+    for raw in [&a0, &b0] {
+        assert_eq!(node.receipt(&alloy_primitives::keccak256(raw))["status"], "0x1");
+    }
+}

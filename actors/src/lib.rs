@@ -1,13 +1,7 @@
 //! sluice's pipeline: one actor per stage, joined by bounded mailboxes.
 //!
-//! ```text
-//!  HTTP JSON-RPC ──▶ recovery ──▶ nonce ──▶ mempool ──▶ block ──▶ block ──▶ finalizer ──▶ store
-//!  (actix-web:      (decode,      reserve-   shards     producer  prepar-   (ordered     commit
-//!   admission)       recover)     ation      (FIFO)               ation      revm)       (app hash)
-//!                                   ▲                                                      │
-//!                                   └──────────── committed senders' progress ─────────────┘
-//! ```
-//! Every arrow is a bounded mailbox ([`mailbox`]); a full mailbox makes the
+//! The pipeline, with the validator branch, is drawn in ARCHITECTURE.md
+//! ("Bird's-eye view"). Every hop is a bounded mailbox ([`mailbox`]); a full mailbox makes the
 //! stage before it wait, and a full recovery mailbox or mempool makes
 //! admission answer `txpool is full`.
 //!

@@ -149,8 +149,7 @@ if "base" in best and "sluice" in best and best["base"] > 0:
 if "anvil" in best and "sluice" in best and best["anvil"] > 0:
     print(f"\nbest included TPS: sluice {best['sluice']:.0f}, anvil {best['anvil']:.0f}, "
           f"ratio {best['sluice']/best['anvil']:.2f}")
-s = [load("sluice", r) for r in rates]
-s = [x for x in s if x and x.get("recovery_ceiling_tps")]
+s = [x for r in rates for x in runs("sluice", r) if x.get("recovery_ceiling_tps")]
 if s:
     top = max(s, key=lambda x: x["included_tps"])
     print(f"sluice best included {top['included_tps']:.0f} tx/s = "

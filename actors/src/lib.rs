@@ -34,6 +34,8 @@ pub mod producer;
 pub mod protocol;
 pub mod recovery;
 pub mod replay;
+#[cfg(test)]
+mod test_support;
 /// The JSON-RPC server (the `sluice-rpc` crate).
 pub use sluice_rpc as rpc;
 pub mod shard;

@@ -252,25 +252,14 @@ fn run(rx: &MailboxReceiver<RecoverMsg>, rules: &AdmissionRules) {
 
 #[cfg(test)]
 mod tests {
-    use alloy_consensus::TxEip1559;
-    use alloy_primitives::{Address, TxKind, B256, U256};
+    use alloy_primitives::B256;
     use sluice_txpool::Signer;
 
     use super::*;
 
     fn raw(nonce: u64) -> Bytes {
         let signer = Signer::from_bytes(&B256::repeat_byte(7)).expect("a valid key");
-        let tx = TxEip1559 {
-            chain_id: 31337,
-            nonce,
-            gas_limit: 21_000,
-            max_fee_per_gas: 2_000_000_000,
-            max_priority_fee_per_gas: 1,
-            to: TxKind::Call(Address::repeat_byte(0x42)),
-            value: U256::from(1),
-            ..Default::default()
-        };
-        signer.sign_raw(tx.into())
+        crate::test_support::signed_transfer(&signer, nonce, 31337)
     }
 
     fn rules() -> AdmissionRules {

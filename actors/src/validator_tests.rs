@@ -4,8 +4,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use alloy_consensus::TxEip1559;
-use alloy_primitives::{Address, TxKind, U256};
+use alloy_primitives::Address;
 use sluice_config::Config;
 use sluice_messages::{RecoveredTx, StateRef};
 use sluice_store::StateReader;
@@ -28,20 +27,7 @@ fn config(name: &str) -> Config {
 }
 
 fn transfer(signer: &Signer, nonce: u64, chain_id: u64) -> RecoveredTx {
-    let raw = signer.sign_raw(
-        TxEip1559 {
-            chain_id,
-            nonce,
-            gas_limit: 21_000,
-            max_fee_per_gas: 2_000_000_000,
-            max_priority_fee_per_gas: 1,
-            to: TxKind::Call(Address::repeat_byte(0x42)),
-            value: U256::from(1),
-            ..Default::default()
-        }
-        .into(),
-    );
-    recover_raw(raw).unwrap()
+    recover_raw(crate::test_support::signed_transfer(signer, nonce, chain_id)).unwrap()
 }
 
 /// Admits `tx` through the nonce actor, as RPC admission does.

@@ -273,7 +273,7 @@ pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
         // before the batch): known by its hash, so refused before sender
         // recovery, the bulk of admission's cost. Under load a receiver got
         // a third to a half of its copies this late.
-        if state.store.transaction(&sluice_txpool::keccak(&raw)).is_some() {
+        if state.store.transaction(&sluice_messages::keccak256(&raw)).is_some() {
             committed += 1;
             continue;
         }

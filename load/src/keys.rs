@@ -3,7 +3,8 @@
 //! accounts anvil and the dev node fund themselves.
 
 use alloy_primitives::B256;
-use sluice_txpool::{keccak, Signer};
+use sluice_messages::keccak256;
+use sluice_txpool::Signer;
 
 use crate::LoadError;
 
@@ -24,7 +25,7 @@ pub fn seeded_key(seed: u64, index: u64) -> Signer {
         buf.extend_from_slice(&seed.to_be_bytes());
         buf.extend_from_slice(&index.to_be_bytes());
         buf.extend_from_slice(&attempt.to_be_bytes());
-        if let Some(signer) = Signer::from_bytes(&keccak(&buf)) {
+        if let Some(signer) = Signer::from_bytes(&keccak256(&buf)) {
             return signer;
         }
         attempt += 1;
@@ -59,7 +60,7 @@ pub fn recipient(seed: u64, index: u64) -> alloy_primitives::Address {
     buf[..8].copy_from_slice(&seed.to_be_bytes());
     buf[8..16].copy_from_slice(&index.to_be_bytes());
     buf[16..].copy_from_slice(b"recipien");
-    let h: B256 = keccak(&buf);
+    let h: B256 = keccak256(&buf);
     alloy_primitives::Address::from_slice(&h[12..])
 }
 

@@ -3,7 +3,8 @@
 
 use alloy_consensus::{TxEip1559, TypedTransaction};
 use alloy_primitives::{hex, Address, Bytes, TxKind, B256, U256};
-use sluice_txpool::{keccak, Signer};
+use sluice_messages::keccak256;
+use sluice_txpool::Signer;
 
 use crate::{contracts, keys};
 
@@ -150,7 +151,7 @@ pub fn unit_draw(seed: u64, index: u64) -> f64 {
     let mut buf = [0u8; 16];
     buf[..8].copy_from_slice(&seed.to_be_bytes());
     buf[8..].copy_from_slice(&index.to_be_bytes());
-    let h = keccak(&buf);
+    let h = keccak256(&buf);
     let mut top = [0u8; 8];
     top.copy_from_slice(&h[..8]);
     (u64::from_be_bytes(top) >> 11) as f64 / (1u64 << 53) as f64
@@ -170,7 +171,7 @@ pub fn holder(seed: u64, index: u64, sender_idx: usize, senders: &[Address]) -> 
     buf[..8].copy_from_slice(&seed.to_be_bytes());
     buf[8..16].copy_from_slice(&index.to_be_bytes());
     buf[16..].copy_from_slice(b"holder");
-    let h = keccak(&buf);
+    let h = keccak256(&buf);
     let mut top = [0u8; 8];
     top.copy_from_slice(&h[..8]);
     // An offset in 1..n from the sender: any other sender, never itself.
@@ -252,7 +253,7 @@ pub fn presign(
 /// Signs one transaction.
 pub fn sign(signer: &Signer, tx: TypedTransaction, nonce: u64) -> PreTx {
     let raw = signer.sign_raw(tx);
-    PreTx { nonce, hash: keccak(&raw), hex: format!("0x{}", hex::encode(&raw)).into_boxed_str() }
+    PreTx { nonce, hash: keccak256(&raw), hex: format!("0x{}", hex::encode(&raw)).into_boxed_str() }
 }
 
 #[cfg(test)]

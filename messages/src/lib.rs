@@ -25,7 +25,7 @@ pub mod wire;
 
 pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock, StateRef};
 pub use changes::{AccountChange, ChangeSet, CodeChange};
-pub use receipt::{Log, Receipt};
+pub use receipt::{Log, LogCriteria, Receipt};
 pub use spec::Spec;
 pub use synthetic::synthetic_address;
 pub use tx::{keccak256, PreparedTx, RecoveredTx};

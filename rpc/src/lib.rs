@@ -1,4 +1,5 @@
-//! sluice's JSON-RPC 2.0 server over HTTP: framing and limits ([`server`]),
+//! sluice's JSON-RPC 2.0 server over HTTP ([`server`]): framing and limits
+//! ([`framing`]),
 //! methods ([`eth`]), parameters ([`params`]), JSON shapes ([`format`]),
 //! errors ([`error`]), log queries (`logs`) and polling filters
 //! ([`filters`]); over WebSocket on the same port, with `eth_subscribe`
@@ -13,10 +14,12 @@ pub mod eth;
 pub mod events;
 pub mod filters;
 pub mod format;
+pub mod framing;
 pub(crate) mod logs;
 pub mod metrics;
 pub mod params;
 pub mod pipeline;
+pub(crate) mod selector;
 pub mod server;
 pub mod submission;
 pub mod sync;

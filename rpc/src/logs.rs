@@ -4,8 +4,9 @@
 //! (`rpc.max_logs_block_range`) and the most logs per answer
 //! (`rpc.max_logs_results`), both answered -32005 as geth words them.
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::B256;
 use serde_json::{Map, Value};
+use sluice_messages::LogCriteria;
 use sluice_store::LogFilter;
 
 use super::{
@@ -54,10 +55,8 @@ pub(crate) enum Blocks {
 pub(crate) struct LogQuery {
     /// Which blocks.
     pub(crate) blocks: Blocks,
-    /// Emitters; empty: any.
-    pub(crate) addresses: Vec<Address>,
-    /// Per topic position, the accepted values; empty: any.
-    pub(crate) topics: Vec<Vec<B256>>,
+    /// Which logs of those blocks.
+    pub(crate) criteria: LogCriteria,
 }
 
 impl LogQuery {
@@ -91,8 +90,7 @@ impl LogQuery {
                 return Err(RpcError::invalid_arg(arg, "invalid block range params"));
             }
         }
-        let (addresses, topics) = log_criteria(o, arg)?;
-        Ok(LogQuery { blocks, addresses, topics })
+        Ok(LogQuery { blocks, criteria: log_criteria(o, arg)? })
     }
 
     /// The heights covered now, `from ..= to`.
@@ -124,7 +122,7 @@ impl LogQuery {
             ));
         }
         let limit = s.limits.max_logs_results;
-        let filter = LogFilter { from, to, addresses: self.addresses.clone(), topics: self.topics.clone() };
+        let filter = LogFilter { from, to, criteria: self.criteria.clone() };
         match s.store.logs(&filter, limit) {
             Some(entries) => Ok(Value::Array(entries.iter().map(format::log).collect())),
             None => Err(RpcError::new(LIMIT_EXCEEDED, format!("query returned more than {limit} results"))),
@@ -139,13 +137,8 @@ pub(crate) fn get_logs(s: &RpcState, filter: &Value) -> Result<Value, RpcError> 
     query.logs(s, from, to)
 }
 
-/// The `address` and `topics` of a log filter object, parameter `arg`:
-/// emitters (empty: any) and, per topic position, the accepted values
-/// (empty: any).
-pub(crate) fn log_criteria(
-    o: &Map<String, Value>,
-    arg: usize,
-) -> Result<(Vec<Address>, Vec<Vec<B256>>), RpcError> {
+/// The `address` and `topics` of a log filter object, parameter `arg`.
+pub(crate) fn log_criteria(o: &Map<String, Value>, arg: usize) -> Result<LogCriteria, RpcError> {
     let addresses = match o.get("address").filter(|v| !v.is_null()) {
         None => vec![],
         Some(Value::Array(list)) => list
@@ -173,5 +166,5 @@ pub(crate) fn log_criteria(
             });
         }
     }
-    Ok((addresses, topics))
+    Ok(LogCriteria { addresses, topics })
 }

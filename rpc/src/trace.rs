@@ -18,8 +18,8 @@ use sluice_store::StoredBlock;
 
 use super::{
     error::{RpcError, SERVER_ERROR},
-    eth::state_at,
     params::Params,
+    selector::state_at,
     RpcState,
 };
 

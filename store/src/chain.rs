@@ -8,7 +8,9 @@ use std::{
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
-use sluice_messages::{AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, Log, SealedBlock};
+use sluice_messages::{
+    AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, Log, LogCriteria, SealedBlock,
+};
 
 use crate::{
     apphash::{app_hash, fold_synthetic},
@@ -167,21 +169,8 @@ pub struct LogFilter {
     pub from: u64,
     /// Last block (inclusive).
     pub to: u64,
-    /// Matching emitters (empty: any).
-    pub addresses: Vec<Address>,
-    /// Per topic position, the accepted values (empty: any).
-    pub topics: Vec<Vec<B256>>,
-}
-
-impl LogFilter {
-    fn matches(&self, log: &Log) -> bool {
-        if !self.addresses.is_empty() && !self.addresses.contains(&log.address) {
-            return false;
-        }
-        self.topics.iter().enumerate().all(|(i, accepted)| {
-            accepted.is_empty() || log.topics.get(i).is_some_and(|t| accepted.contains(t))
-        })
-    }
+    /// Which logs of those blocks.
+    pub criteria: LogCriteria,
 }
 
 /// The genesis allocation as a change set, so block 0's app hash is computed
@@ -635,7 +624,7 @@ impl Store {
             let mut log_index = 0u32;
             for r in &stored.receipts {
                 for log in &r.logs {
-                    if filter.matches(log) {
+                    if filter.criteria.matches(log) {
                         if out.len() == limit {
                             return None;
                         }

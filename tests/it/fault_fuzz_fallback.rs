@@ -197,7 +197,7 @@ fn mutated_json_rpc_bodies_always_get_a_json_rpc_answer() {
         let a = &corpus[rng.random_range(0..corpus.len())];
         let b = &corpus[rng.random_range(0..corpus.len())];
         let body = mutate(&mut rng, a, b);
-        let answer = rt.block_on(sluice_actors::rpc::server::handle_body(&state, &body));
+        let answer = rt.block_on(sluice_actors::rpc::framing::handle_body(&state, &body));
         if let Some(bytes) = answer {
             let v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                 panic!("seed {seed}: answer is not JSON ({e}) for {:?}", String::from_utf8_lossy(&body))

@@ -46,11 +46,6 @@ const MIN_RECOVERIES_PER_WORKER: usize = 4;
 /// Reason given for the second copy of a transaction in one block.
 pub const DUPLICATE_IN_BLOCK: &str = "duplicate transaction in block";
 
-/// Keccak-256 with keccak-asm (faster than alloy's default).
-pub fn keccak(data: &[u8]) -> B256 {
-    B256::from(<[u8; 32]>::from(Keccak256::digest(data)))
-}
-
 #[derive(Debug, Default)]
 struct Shard {
     map: B256Map<Arc<RecoveredTx>>,

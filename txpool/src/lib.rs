@@ -53,7 +53,7 @@ pub mod validate;
 
 pub mod dev_accounts;
 
-pub use cache::{hash_batch, keccak, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
+pub use cache::{hash_batch, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
 pub use error::TxError;
 pub use future::{FutureLimits, FutureQueue};
 pub use nonce::NonceBook;

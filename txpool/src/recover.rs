@@ -14,7 +14,7 @@ use secp256k1::{
 };
 use sluice_messages::RecoveredTx;
 
-use crate::{cache::keccak, error::TxError, sign::address_of};
+use crate::{error::TxError, sign::address_of};
 
 /// The secp256k1 group order n.
 const SECP256K1_N: U256 = uint!(0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141_U256);
@@ -104,7 +104,7 @@ pub fn recover_sender(tx: &TxEnvelope) -> Result<Address, TxError> {
 /// policy: what block preparation needs for a transaction that missed the
 /// cache.
 pub fn recover_raw(raw: Bytes) -> Result<RecoveredTx, TxError> {
-    let hash = keccak(&raw);
+    let hash = sluice_messages::keccak256(&raw);
     recover_raw_with_hash(raw, hash)
 }
 

@@ -14,7 +14,6 @@ use revm::{
 use sluice_messages::RecoveredTx;
 
 use crate::{
-    cache::keccak,
     error::TxError,
     recover::{decode_envelope, recover_sender},
 };
@@ -73,7 +72,7 @@ pub fn admit_stateless(raw: Bytes, rules: &AdmissionRules) -> Result<RecoveredTx
     if raw.len() > rules.max_tx_size_bytes {
         return Err(TxError::Oversized { size: raw.len(), limit: rules.max_tx_size_bytes });
     }
-    let hash = keccak(&raw);
+    let hash = sluice_messages::keccak256(&raw);
     let tx = decode_envelope(&raw, hash)?;
     check_type(&tx, rules)?;
     check_replay_and_nonce(&tx, rules)?;

@@ -1,0 +1,84 @@
+//! What a block selector (`latest`, a number, a hash, ...) names: a
+//! committed block, or the state at its end. Shared by the `eth_` and
+//! `debug_trace` methods.
+
+use std::sync::Arc;
+
+use sluice_store::{StateAt, StateReader, StoredBlock};
+
+use super::{
+    error::{RpcError, INTERNAL_ERROR, SERVER_ERROR},
+    params::BlockId,
+    RpcState,
+};
+
+/// Resolves a block selector against the committed chain.
+pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, RpcError> {
+    let number = match id {
+        BlockId::Latest | BlockId::Pending => return Ok(Some(s.store.head_block())),
+        BlockId::Hash(h) => return Ok(s.store.block_by_hash(&h)),
+        BlockId::Earliest => 0,
+        BlockId::Number(n) => n,
+    };
+    // The head first: it only grows, so a block at or below it exists.
+    if number > s.store.head() {
+        return Ok(None);
+    }
+    match s.store.block(number) {
+        Some(block) => Ok(Some(block)),
+        // Committed, yet not readable: the read failed (and halted the
+        // store, with the reason) or the store is closing. Say so, rather
+        // than answer that the block does not exist.
+        None => Err(RpcError::new(
+            INTERNAL_ERROR,
+            format!(
+                "block {number} could not be read: {}",
+                s.store.halted().unwrap_or_else(|| "the store is closed".into())
+            ),
+        )),
+    }
+}
+
+/// Where a state read is answered: at the head (`latest`, `pending`: the
+/// current state in memory), or at the end of a named block, through the
+/// store's history, however far the chain has moved since.
+pub(crate) enum StateView<'a> {
+    Head,
+    At(StateAt<'a>, Arc<StoredBlock>),
+}
+
+impl<'a> StateView<'a> {
+    /// The state to read.
+    pub(crate) fn reader(&self, s: &'a RpcState) -> &dyn StateReader {
+        match self {
+            StateView::Head => s.store.as_ref(),
+            StateView::At(state, _) => state,
+        }
+    }
+
+    /// The block whose end state this is (calls run in its environment).
+    pub(crate) fn block(&self, s: &RpcState) -> Arc<StoredBlock> {
+        match self {
+            StateView::Head => s.store.head_block(),
+            StateView::At(_, block) => Arc::clone(block),
+        }
+    }
+}
+
+/// The state a block selector names: geth's "header not found" past the
+/// head, and the store's "missing trie node" before its history.
+pub(crate) fn state_at(s: &RpcState, id: BlockId) -> Result<StateView<'_>, RpcError> {
+    crate::sync::state_readable(&s.store)?;
+    if matches!(id, BlockId::Latest | BlockId::Pending) {
+        return Ok(StateView::Head);
+    }
+    let block = match id {
+        BlockId::Hash(h) => s
+            .store
+            .block_by_hash(&h)
+            .ok_or_else(|| RpcError::new(SERVER_ERROR, format!("header for hash {h} not found")))?,
+        _ => find_block(s, id)?.ok_or_else(|| RpcError::new(SERVER_ERROR, "header not found"))?,
+    };
+    let state = s.store.state_at(block.block.header.number)?;
+    Ok(StateView::At(state, block))
+}

@@ -72,7 +72,8 @@ fn deploy_call_storage_logs_and_revert() {
     // As in geth, a filter with more topic positions than a log has topics
     // never matches it, even when the extra positions accept anything.
     assert_eq!(logs[0]["topics"].as_array().unwrap().len(), 1);
-    let wider = node.ok("eth_getLogs", json!([{"fromBlock": "earliest", "topics": [[counter_topic()], null]}]));
+    let wider =
+        node.ok("eth_getLogs", json!([{"fromBlock": "earliest", "topics": [[counter_topic()], null]}]));
     assert!(wider.as_array().unwrap().is_empty(), "{wider}");
     let none = node.ok("eth_getLogs", json!([{"fromBlock": "0x0", "topics": [B256::repeat_byte(9)]}]));
     assert!(none.as_array().unwrap().is_empty());

@@ -3,7 +3,8 @@
 # and against sluice, one node at a time on this machine, at several offered
 # rates. Prints one table (offered / admitted / included TPS, latency
 # percentiles, node CPU and peak RSS, sluice/anvil ratios) and keeps every
-# run's JSON summary and SVG plot under $OUT.
+# run's JSON summary and SVG plot (and sluice's metrics at the end) under
+# $OUT.
 #
 # Equivalent settings on both: chain id 31337, the same genesis (seeded
 # sender keys from `sluice load genesis`), 200 ms block time, 150M block
@@ -103,6 +104,11 @@ for rate in "${RATES[@]}"; do
             --node-pid "$NODE_PID" "${METRICS_ARGS[@]}" \
             --json "$OUT/$run-$WORKLOAD-$rate.json" --plot "$OUT/$run-$WORKLOAD-$rate.svg" \
             2>"$OUT/$run-$WORKLOAD-$rate.progress.log" | tee "$OUT/$run-$WORKLOAD-$rate.txt" >&2
+        # The node's own counters at the end of the run (where refusals
+        # came from, what each stage handled), for reading beside the table.
+        if [ ${#METRICS_ARGS[@]} -gt 0 ]; then
+            curl -sf "${METRICS_ARGS[1]}" >"$OUT/$run-$WORKLOAD-$rate.metrics" || true
+        fi
         stop_node
     done
 done

@@ -92,6 +92,10 @@ pub const COMMIT_SECONDS: &str = "sluice_store_commit_seconds";
 pub use sluice_rpc::metrics::{RPC_ERRORS, RPC_REQUESTS, RPC_SECONDS};
 /// Transactions offered to admission, by result.
 pub const TX_ADMISSION: &str = "sluice_tx_admission_total";
+/// Submissions the recovery stage checked (sender recovered or refused):
+/// beside [`TX_ADMISSION`], how much of admission's most expensive step
+/// went to transactions that were then refused anyway.
+pub const RECOVERY_CHECKED: &str = "sluice_recovery_checked_total";
 /// Time a transaction spends in nonce reservation.
 pub const NONCE_RESERVE_SECONDS: &str = "sluice_nonce_reserve_seconds";
 /// Transactions waiting in the mempool.
@@ -205,6 +209,7 @@ fn zeros() {
     metrics::counter!(RPC_REQUESTS, "method" => "eth_blockNumber").increment(0);
     metrics::counter!(RPC_ERRORS, "code" => "-32000").increment(0);
     metrics::counter!(TX_ADMISSION, "result" => "ok").increment(0);
+    metrics::counter!(RECOVERY_CHECKED).increment(0);
     metrics::counter!(GOSSIP_ADMITTED, "result" => "ok").increment(0);
     metrics::counter!(GOSSIP_ADMITTED, "result" => "committed").increment(0);
     metrics::counter!(GOSSIP_UNSENT).increment(0);
@@ -254,6 +259,10 @@ fn describe() {
     describe_histogram!(RPC_SECONDS, Unit::Seconds, "JSON-RPC call latency by method");
     describe_counter!(RPC_ERRORS, "JSON-RPC error answers by code");
     describe_counter!(TX_ADMISSION, "Transactions offered to admission, by result");
+    describe_counter!(
+        RECOVERY_CHECKED,
+        "Submissions checked by the recovery stage (decode, checks, sender recovery)"
+    );
     describe_histogram!(NONCE_RESERVE_SECONDS, Unit::Seconds, "Time from submission to nonce reservation");
     describe_gauge!(MEMPOOL_TXS, "Transactions waiting in the mempool");
     describe_gauge!(MEMPOOL_FUTURE_TXS, "Transactions held for a nonce gap (queued)");

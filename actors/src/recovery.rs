@@ -233,7 +233,9 @@ impl Batch<'_> {
 
 /// One recovery thread: until every sender is gone.
 fn run(rx: &MailboxReceiver<RecoverMsg>, rules: &AdmissionRules) {
+    let checked = metrics::counter!(m::RECOVERY_CHECKED);
     while let Some(msg) = rx.recv_blocking() {
+        checked.increment(1);
         let RecoverMsg { raw, panic, slot } = msg;
         let result = contain(|| {
             if panic {

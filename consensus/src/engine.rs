@@ -50,10 +50,36 @@ use crate::{
     sink::{self, Observed, Sink},
 };
 
+/// The storage page: the OS page, so a cached page is one read.
 const PAGE_SIZE: NonZeroU16 = NZU16!(4096);
+/// 4 MiB of archive pages cached, shared by every archive: consensus reads
+/// an old block or certificate only to serve a peer catching up, once.
 const PAGE_CACHE_PAGES: NonZeroUsize = NZUsize!(1024);
+/// Each journal's read and write buffer: 64 KiB turns a block's many small
+/// appends into few system calls, and the dozen journals' buffers together
+/// stay under 1 MiB.
 const IO_BUFFER: NonZeroUsize = NZUsize!(1 << 16);
+/// Commonware actors' mailboxes: a view is a few messages per validator, so
+/// 1,024 holds many views' worth; a stalled actor then makes its senders
+/// wait instead of growing memory.
 const MAILBOX: NonZeroUsize = NZUsize!(1024);
+/// How soon a block or certificate asked of a peer is asked again: half a
+/// 200 ms block time, so a validator catching up loses at most a block's
+/// time to one lost answer.
+const FETCH_RETRY: Duration = Duration::from_millis(100);
+/// Views kept after finalization, for late votes and peers a few views
+/// behind: 10 views are 2 s at the default block time.
+const VIEW_RETENTION: u64 = 10;
+/// Blocks the broadcast buffer keeps per sender: more than the views kept
+/// ([`VIEW_RETENTION`]), so a block still voted on is still served.
+const BROADCAST_DEQUE: usize = 16;
+/// Marshal's prunable archives (notarized blocks not yet finalized) keep
+/// this many heights per section: pruning drops whole sections, and
+/// finalization lags notarization by a view or two.
+const PRUNABLE_PER_SECTION: u64 = 10;
+/// Gaps marshal repairs at once: a restarted validator fetches at most 10
+/// missing blocks concurrently, so catching up does not flood its peers.
+const MAX_REPAIR: usize = 10;
 /// One epoch for the life of the chain: the validator set does not change.
 const EPOCH_LENGTH: u64 = 1 << 40;
 
@@ -122,6 +148,10 @@ pub(crate) fn max_message_size(rules: &Rules, validators: usize) -> u32 {
     u32::try_from(size).unwrap_or(u32::MAX)
 }
 
+/// A finalized archive (blocks or certificates by height). Sized for a
+/// long-lived chain: the freezer's table starts at 64k entries and grows
+/// in 4k-entry chunks every 4 resizes, values go in 256 MiB files, and the
+/// height index in sections of 4,096 heights (one file each).
 fn archive_config<C>(
     prefix: &str,
     name: &str,
@@ -193,7 +223,7 @@ where
             blocker: blocker.clone(),
             mailbox_size: MAILBOX,
             fetch_timeout: NZDuration!(setup.timeouts.fetch),
-            fetch_retry_delay: Duration::from_millis(100),
+            fetch_retry_delay: FETCH_RETRY,
             priority_requests: false,
             priority_responses: false,
         },
@@ -204,7 +234,7 @@ where
         buffered::Config {
             public_key: me.clone(),
             mailbox_size: MAILBOX,
-            deque_size: 16,
+            deque_size: BROADCAST_DEQUE,
             priority: false,
             codec_config: limits,
             peer_provider: peers.clone(),
@@ -256,14 +286,14 @@ where
             start: marshal::Start::Genesis(genesis),
             partition_prefix: format!("{prefix}-marshal"),
             mailbox_size: MAILBOX,
-            view_retention: ViewDelta::new(10),
-            prunable_items_per_section: NZU64!(10),
+            view_retention: ViewDelta::new(VIEW_RETENTION),
+            prunable_items_per_section: NZU64!(PRUNABLE_PER_SECTION),
             page_cache: page_cache.clone(),
             replay_buffer: IO_BUFFER,
             key_write_buffer: IO_BUFFER,
             value_write_buffer: IO_BUFFER,
             block_codec_config: limits,
-            max_repair: NZUsize!(10),
+            max_repair: NZUsize!(MAX_REPAIR),
             max_pending_acks: setup.max_pending_acks,
             strategy: Sequential,
         },
@@ -325,10 +355,10 @@ where
             leader_timeout: setup.timeouts.leader,
             certification_timeout: setup.timeouts.certification,
             timeout_retry: setup.timeouts.retry,
-            view_retention: ViewDelta::new(10),
+            view_retention: ViewDelta::new(VIEW_RETENTION),
             skip: SkipPolicy::Enabled { timeout: setup.timeouts.skip, budget: SkipBudget::Participants },
             fetch_timeout: NZDuration!(setup.timeouts.fetch),
-            fetch_retry_delay: Duration::from_millis(100),
+            fetch_retry_delay: FETCH_RETRY,
             forward: ForwardPolicy::Disabled,
         },
     );

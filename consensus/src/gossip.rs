@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  RPC ─▶ admission ─▶ (admitted here) ─▶ Backend::outbound ─▶ batch ─▶ p2p channel TXS ─▶ every other validator
-//!  p2p channel TXS ─▶ decode (bounded) ─▶ Backend::admit_remote ─▶ the same admission (never sent on)
+//!  p2p channel TXS ─▶ decode (bounded) ─▶ Backend::admit_from_peer ─▶ the same admission (never sent on)
 //! ```
 //!
 //! One hop, no relaying: the p2p network connects every validator to every

@@ -1,8 +1,9 @@
 //! A validator's own lane: its non-empty proposals not yet resolved by
 //! finalization.
 //!
-//! There is no mempool gossip: a validator proposes the transactions its
-//! own RPC admitted. Those a proposal took from the mempool are no longer
+//! A validator proposes what its pool holds (its own clients'
+//! transactions and those other validators sent it: see `gossip.rs`).
+//! Those a proposal took from the mempool are no longer
 //! there, so if another block is finalized at the proposal's height, they
 //! must go back, in order, or they are lost. Proposals are kept a single
 //! chain (the proposer builds empty blocks while an unresolved proposal is

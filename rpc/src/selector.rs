@@ -40,7 +40,7 @@ pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredB
 }
 
 /// Where a state read is answered: at the head (`latest`, `pending`: the
-/// current state in memory), or at the end of a named block, through the
+/// current state, through the store's state cache), or at the end of a named block, through the
 /// store's history, however far the chain has moved since.
 pub(crate) enum StateView<'a> {
     Head,

@@ -15,10 +15,11 @@
 //! read the new value. Readers that hit take no lock beyond the cache's own.
 //!
 //! Between the database write and the cache update a reader may see some of
-//! the committing block's values before the store's head moves to it. Only
-//! the executor reads current state without the history, and it reads that
-//! block's changes from its overlay until the commit returns (see
-//! [`crate::overlay`]); RPC reads go through the history (see
+//! the committing block's values before the store's head moves to it. The
+//! executor reads that block's changes from its overlay until the commit
+//! returns (see [`crate::overlay`]), so it never sees the mix; an RPC read
+//! at `latest` may, for the instant between the write and the head's move
+//! (reads at a named block go through the history: see
 //! [`crate::Store::state_at`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! The on-disk store: one fjall database (an LSM tree) under the data dir.
 //!
-//! fjall was chosen by measurement (ARCHITECTURE.md, "The store engine"):
+//! fjall was chosen by measurement (ARCHITECTURE.md, "Durable store"; bench/engines):
 //! a block's writes are random keys (accounts, slots, history rows), which
 //! a copy-on-write B-tree (redb, before) pays for by rewriting pages all
 //! over the file, 14-20 KB a transfer; an LSM tree appends them to its

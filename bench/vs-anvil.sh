@@ -15,7 +15,10 @@
 #   WORKLOAD (transfer), TARGETS ("anvil sluice"), OUT (bench/results/vs-anvil),
 #   SKIP_BUILD=1 to use the existing release binary, BASE=path/to/sluice to
 #   add target "base" (another sluice build, same settings: a before/after
-#   in one run, e.g. TARGETS="base sluice base sluice").
+#   in one run, e.g. TARGETS="base sluice base sluice"), PERF_S=N to record
+#   each sluice run's CPU profile for N s from PERF_DELAY_S (40) into the run
+#   ($OUT/*.perf.data, git-ignored; best with `cargo build --profile profiling`
+#   copied over target/release/sluice).
 # Everything listens on 127.0.0.1 only; every run is bounded in time.
 set -euo pipefail
 
@@ -98,6 +101,13 @@ for rate in "${RATES[@]}"; do
         run="$target"; [ "${round[$target]}" -gt 1 ] && run="$target-${round[$target]}"
         echo "=== $run at $rate tx/s offered for $DURATION_S s ===" >&2
         start_node "$target"
+        if [ -n "${PERF_S:-}" ] && [ "$target" != anvil ]; then
+            # A CPU profile of the node while the load runs (after the load
+            # tool's pre-signing): read with `perf report -i FILE`.
+            (sleep "${PERF_DELAY_S:-40}"
+             perf record -q -F 99 --call-graph dwarf,16384 -p "$NODE_PID" \
+                 -o "$OUT/$run-$WORKLOAD-$rate.perf.data" -- sleep "$PERF_S" >/dev/null 2>&1) &
+        fi
         "$SLUICE" load --url "$URL" --label "$target" --workload "$WORKLOAD" \
             --accounts "$ACCOUNTS" --seed 1 --tps "$rate" --duration-s "$DURATION_S" \
             --connections "$CONNECTIONS" --batch "$BATCH" --drain-timeout-s 30 \

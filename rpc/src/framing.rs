@@ -8,14 +8,14 @@
 
 use std::time::Instant;
 
-use alloy_primitives::Bytes;
+use alloy_primitives::{Bytes, B256};
 use serde_json::{json, value::RawValue, Value};
 
 use super::{
-    error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
+    error::{RpcError, INTERNAL_ERROR, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
     eth,
     params::Params,
-    submission, SharedState,
+    reply, submission, SharedState,
 };
 use sluice_txpool::TxError;
 
@@ -70,18 +70,27 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
     let max = state.limits.max_response_bytes;
     match parsed {
         Value::Array(calls) => answer_batch(state, calls.into_iter().map(read_call).collect(), local).await,
-        single => match call_one(state, Call::parse(single), local, None).await {
-            None => None,
-            Some(resp) => {
-                let bytes = resp.to_string().into_bytes();
-                if bytes.len() > max {
-                    let id = resp.get("id").cloned().unwrap_or(Value::Null);
-                    let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
-                    return Some(error_response(id, &err).to_string().into_bytes());
-                }
-                Some(bytes)
+        single => {
+            let call = match Call::parse(single) {
+                Ok(call) => call,
+                Err(reply) => return Some(reply.to_string().into_bytes()),
+            };
+            let result = match answer_locally(local, &call) {
+                Some(result) => result,
+                None => dispatch_one(state, call.method, call.params).await,
+            };
+            // A notification is executed but not answered.
+            let id = call.id?;
+            let mut out = Vec::new();
+            let mut tally = reply::Tally::default();
+            reply::write(&mut out, &id, &result, &mut tally);
+            tally.record();
+            if out.len() > max {
+                let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
+                return Some(error_response(id, &err).to_string().into_bytes());
             }
-        },
+            Some(out)
+        }
     }
 }
 
@@ -146,37 +155,105 @@ async fn answer_batch(
             call
         })
         .collect();
+    let submitted = raws.len();
     let mut admitted =
         if raws.is_empty() { Vec::new() } else { state.pipeline.admit(raws, true).await }.into_iter();
-    let answered: Vec<Option<Admitted>> = slots
-        .into_iter()
-        .map(|sent| {
-            let stopped = || Err(TxError::Unavailable("admission stopped"));
-            sent.then(|| Admitted { result: admitted.next().unwrap_or_else(stopped), began })
-        })
-        .collect();
-    let mut out = Vec::with_capacity(calls.len() * 64);
+    if submitted > 0 {
+        // Every submission of the batch took the same time.
+        let label = submission::METHOD;
+        metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(submitted as u64);
+        metrics::histogram!(m::RPC_SECONDS, "method" => label)
+            .record_many(began.elapsed().as_secs_f64(), submitted);
+    }
+    // Calls answered now (submissions, the transport's own methods,
+    // malformed calls) are kept as they are; the rest go to `dispatch`
+    // together: a call that waits on an actor (a pending nonce, the pool's
+    // status) waits alongside the others instead of after them, so a batch
+    // of 500 `eth_getTransactionCount(.., "pending")` (how clients resync
+    // after `txpool is full`) wakes this worker a few times, not 500. The
+    // replies keep the batch's order. Nothing more is held than before:
+    // every reply was kept until the batch was answered anyway, and the
+    // batch's length is bounded (`rpc.max_batch_len`).
+    let mut answers = Vec::with_capacity(calls.len());
+    let mut waiting = Vec::new();
+    for (call, sent) in calls.into_iter().zip(slots) {
+        answers.push(match call {
+            Err(reply) => Answer::Framed(reply),
+            Ok(Call { id, .. }) if sent => {
+                let result = admitted.next().unwrap_or(Err(TxError::Unavailable("admission stopped")));
+                Answer::Submitted(id, result)
+            }
+            Ok(call) => match answer_locally(&mut *local, &call) {
+                Some(result) => Answer::Answered(call.id, result),
+                None => {
+                    waiting.push(dispatch_one(state, call.method, call.params));
+                    Answer::Dispatched(call.id)
+                }
+            },
+        });
+    }
+    let mut dispatched =
+        if waiting.is_empty() { Vec::new() } else { futures::future::join_all(waiting).await }.into_iter();
+    let mut out = Vec::with_capacity(answers.len() * 80);
+    let mut tally = reply::Tally::default();
     out.push(b'[');
-    let mut first = true;
-    for (call, answered) in calls.into_iter().zip(answered) {
-        let Some(resp) = call_one(state, call, &mut *local, answered).await else { continue };
-        let bytes = resp.to_string();
-        if out.len() + bytes.len() + 2 > max {
+    for answer in answers {
+        let mark = out.len();
+        if mark > 1 {
+            out.push(b',');
+        }
+        // A notification is executed but not answered.
+        let wrote = match answer {
+            Answer::Framed(v) => {
+                reply::write_value(&mut out, &v);
+                true
+            }
+            Answer::Submitted(Some(id), result) => {
+                reply::write(&mut out, &id, &result.map_err(RpcError::from), &mut tally);
+                true
+            }
+            Answer::Answered(Some(id), result) => {
+                reply::write(&mut out, &id, &result, &mut tally);
+                true
+            }
+            Answer::Dispatched(id) => {
+                let result =
+                    dispatched.next().unwrap_or_else(|| Err(RpcError::new(INTERNAL_ERROR, "lost reply")));
+                if let Some(id) = &id {
+                    reply::write(&mut out, id, &result, &mut tally);
+                }
+                id.is_some()
+            }
+            Answer::Submitted(None, _) | Answer::Answered(None, _) => false,
+        };
+        if !wrote {
+            out.truncate(mark);
+        }
+        if out.len() + 1 > max {
+            tally.record();
             let err = RpcError::new(LIMIT_EXCEEDED, format!("response too large: limit {max} bytes"));
             return Some(error_response(Value::Null, &err).to_string().into_bytes());
         }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.extend_from_slice(bytes.as_bytes());
     }
-    out.push(b']');
-    if first {
+    tally.record();
+    if out.len() == 1 {
         // Only notifications: JSON-RPC says answer nothing.
         return None;
     }
+    out.push(b']');
     Some(out)
+}
+
+/// A batch call's answer, before it is written.
+enum Answer {
+    /// A malformed call: its error reply, built when it was read.
+    Framed(Value),
+    /// A submission the batch admitted: its hash, or why it was refused.
+    Submitted(Option<Value>, Result<B256, TxError>),
+    /// Answered by the transport itself.
+    Answered(Option<Value>, Result<Value, RpcError>),
+    /// Answered by [`eth::dispatch`]: the next of the batch's dispatched.
+    Dispatched(Option<Value>),
 }
 
 /// A call whose framing is valid.
@@ -206,42 +283,120 @@ impl Call {
     }
 }
 
-/// A batch's transaction submission, admitted before its call is answered.
-struct Admitted {
-    result: Result<alloy_primitives::B256, TxError>,
-    /// When the batch's admission began (the call's latency starts there).
-    began: Instant,
+/// The transport's own answer to `call`, if it is one of its methods
+/// (counted in the request metrics).
+fn answer_locally(local: LocalMethods<'_>, call: &Call) -> Option<Result<Value, RpcError>> {
+    let start = Instant::now();
+    let result = local(&call.method, call.params.as_ref())?;
+    observe(&call.method, start);
+    Some(result)
 }
 
-/// Answers one call; `None` for a notification (no `id`). `admitted`: its
-/// transaction's admission, when the batch did it already.
-async fn call_one(
-    state: &SharedState,
-    call: Result<Call, Value>,
-    local: LocalMethods<'_>,
-    admitted: Option<Admitted>,
-) -> Option<Value> {
-    let Call { id, method, params } = match call {
-        Ok(call) => call,
-        Err(response) => return Some(response),
-    };
-    let reply_id = id.clone().unwrap_or(Value::Null);
-    let mut start = Instant::now();
-    let label = eth::metric_label(&method);
-    let result = match (local(&method, params.as_ref()), admitted) {
-        (Some(answered), _) => answered,
-        (None, Some(Admitted { result, began })) => {
-            start = began;
-            result.map(|hash| json!(hash)).map_err(RpcError::from)
-        }
-        (None, None) => eth::dispatch(state, &method, params.as_ref()).await,
-    };
+/// Runs one call's method (counted in the request metrics).
+async fn dispatch_one(state: &SharedState, method: String, params: Option<Value>) -> Result<Value, RpcError> {
+    let start = Instant::now();
+    let result = eth::dispatch(state, &method, params.as_ref()).await;
+    observe(&method, start);
+    result
+}
+
+/// Counts one call of `method` and its latency since `start`.
+fn observe(method: &str, start: Instant) {
+    let label = eth::metric_label(method);
     metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(1);
     metrics::histogram!(m::RPC_SECONDS, "method" => label).record(start.elapsed().as_secs_f64());
-    // A notification is executed but not answered.
-    id.as_ref()?;
-    Some(match result {
-        Ok(v) => json!({"jsonrpc": "2.0", "id": reply_id, "result": v}),
-        Err(e) => error_response(reply_id, &e),
-    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{sync::Arc, time::Duration};
+
+    use alloy_primitives::{Address, Bytes, B256};
+    use serde_json::{json, Value};
+    use sluice_store::{Genesis, Store};
+    use sluice_txpool::{AdmissionRules, TxError};
+    use tokio::sync::Barrier;
+
+    use super::*;
+    use crate::{
+        pipeline::{BoxFuture, Pipeline},
+        RpcState,
+    };
+
+    /// A pipeline whose pending-nonce reads each wait (up to 5 s) until
+    /// `Barrier`'s count of them wait at once: only answered concurrently
+    /// can a batch of them all succeed.
+    struct Rendezvous(Barrier);
+
+    impl Pipeline for Rendezvous {
+        fn admit(&self, raws: Vec<Bytes>, _: bool) -> BoxFuture<'_, Vec<Result<B256, TxError>>> {
+            Box::pin(async move { raws.iter().map(|_| Err(TxError::Unavailable("offline"))).collect() })
+        }
+        fn pending_nonce(&self, _: Address) -> BoxFuture<'_, Result<Option<u64>, RpcError>> {
+            Box::pin(async move {
+                match tokio::time::timeout(Duration::from_secs(5), self.0.wait()).await {
+                    Ok(_) => Ok(Some(7)),
+                    Err(_) => Err(RpcError::new(-32000, "waited alone")),
+                }
+            })
+        }
+        fn status(&self) -> BoxFuture<'_, Result<(u64, u64), RpcError>> {
+            Box::pin(async { Ok((0, 0)) })
+        }
+        fn queued(&self) -> BoxFuture<'_, Result<Vec<sluice_messages::RecoveredTx>, RpcError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn debug(&self, method: &str, _: Option<&Value>) -> Result<Value, RpcError> {
+            Err(RpcError::new(-32601, format!("the method {method} does not exist/is not available")))
+        }
+    }
+
+    fn state(pipeline: Rendezvous) -> SharedState {
+        let genesis = Genesis {
+            chain_id: 31337,
+            timestamp: 0,
+            gas_limit: 30_000_000,
+            base_fee: 1_000_000_000,
+            coinbase: Address::ZERO,
+            alloc: Default::default(),
+            synthetic: Default::default(),
+        };
+        let limits = sluice_config::Config::default().rpc;
+        Arc::new(RpcState {
+            store: Arc::new(Store::new(&genesis)),
+            pipeline: Arc::new(pipeline),
+            pending: Arc::default(),
+            rules: AdmissionRules::new(31337, 30_000_000, 1_000_000_000),
+            exec: sluice_executor::ExecConfig { chain_id: 31337, spec: sluice_executor::Spec::Prague },
+            filters: crate::filters::Filters::new(&limits),
+            limits,
+            suggested_tip_wei: 1_000_000_000,
+            events: crate::events::ChainEvents::new(0, 1024),
+            sync: Arc::default(),
+        })
+    }
+
+    /// Clients resync after `txpool is full` with a batch of pending-nonce
+    /// reads; each waits on the nonce actor, so they are answered together,
+    /// not one round trip after another (in the batch's order).
+    #[test]
+    fn a_batchs_calls_wait_together() {
+        const N: usize = 20;
+        let state = state(Rendezvous(Barrier::new(N)));
+        let batch: Vec<Value> = (0..N)
+            .map(|i| {
+                let addr = format!("0x{:040x}", i + 1);
+                json!({"jsonrpc": "2.0", "id": i, "method": "eth_getTransactionCount", "params": [addr, "pending"]})
+            })
+            .collect();
+        let body = serde_json::to_vec(&batch).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let reply = rt.block_on(handle_body(&state, &body)).unwrap();
+        let reply: Vec<Value> = serde_json::from_slice(&reply).unwrap();
+        assert_eq!(reply.len(), N);
+        for (i, r) in reply.iter().enumerate() {
+            assert_eq!(r["id"], i, "the batch's order: {r}");
+            assert_eq!(r["result"], "0x7", "{r}");
+        }
+    }
 }

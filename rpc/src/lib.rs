@@ -19,6 +19,7 @@ pub(crate) mod logs;
 pub mod metrics;
 pub mod params;
 pub mod pipeline;
+pub(crate) mod reply;
 pub(crate) mod selector;
 pub mod server;
 pub mod submission;

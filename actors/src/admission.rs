@@ -85,19 +85,9 @@ pub fn offline_rpc_state(
     exec: sluice_executor::ExecConfig,
     limits: sluice_config::RpcConfig,
 ) -> std::io::Result<Arc<sluice_rpc::RpcState>> {
-    let admission = Admission::offline(Arc::clone(&store), rules.clone())?;
-    Ok(Arc::new(sluice_rpc::RpcState {
-        store,
-        pipeline: Arc::new(admission),
-        pending: Arc::default(),
-        rules,
-        exec,
-        filters: sluice_rpc::filters::Filters::new(&limits),
-        limits,
-        suggested_tip_wei: 1_000_000_000,
-        events: sluice_rpc::events::ChainEvents::new(0, 1024),
-        sync: Arc::default(),
-    }))
+    let admission = Arc::new(Admission::offline(Arc::clone(&store), rules.clone())?);
+    let events = sluice_rpc::events::ChainEvents::new(0, 1024);
+    Ok(Arc::new(sluice_rpc::RpcState::new(store, admission, rules, exec, limits, events)))
 }
 
 impl Pipeline for Admission {

@@ -89,7 +89,6 @@ pub const PREPARE_PHASE_SECONDS: &str = "sluice_prepare_phase_seconds";
 pub const PREPARED_AHEAD: &str = "sluice_prepare_blocks_ahead";
 /// Time to commit a block (database write, sync and in-memory apply).
 pub const COMMIT_SECONDS: &str = "sluice_store_commit_seconds";
-pub use sluice_rpc::metrics::{RPC_ERRORS, RPC_REQUESTS, RPC_SECONDS};
 /// Transactions offered to admission, by result.
 pub const TX_ADMISSION: &str = "sluice_tx_admission_total";
 /// Submissions the recovery stage checked (sender recovered or refused):
@@ -169,6 +168,8 @@ pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
         .install()?;
     describe();
     zeros();
+    // The JSON-RPC server's own families (it describes them itself).
+    sluice_rpc::metrics::register();
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     Ok(())
 }
@@ -178,15 +179,12 @@ pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
 /// label get one representative series (the dashboards sum over labels);
 /// histograms are registered without an observation (count 0).
 fn zeros() {
-    use sluice_rpc::ws::{WS_CONNECTIONS, WS_DROPPED, WS_NOTIFICATIONS, WS_REFUSED, WS_SUBSCRIPTIONS};
-    let counters = [TXS_SKIPPED, TXS_INCLUDED, OCC_RERUNS, WS_NOTIFICATIONS, WS_REFUSED];
+    let counters = [TXS_SKIPPED, TXS_INCLUDED, OCC_RERUNS];
     for counter in counters.into_iter().chain([CACHE_HITS, CACHE_MISSES, CACHE_EVICTIONS]) {
         metrics::counter!(counter).increment(0);
     }
     // Heights are set to the store's head by the node as it starts.
-    for gauge in
-        [WS_CONNECTIONS, WS_SUBSCRIPTIONS, MEMPOOL_FUTURE_TXS, NONCE_SENDERS, PREPARED_AHEAD, CACHE_SIZE]
-    {
+    for gauge in [MEMPOOL_FUTURE_TXS, NONCE_SENDERS, PREPARED_AHEAD, CACHE_SIZE] {
         metrics::gauge!(gauge).set(0.0);
     }
     let histograms = [BLOCK_TXS, BLOCK_INTERVAL_SECONDS, BLOCK_GAS_USED, EXECUTE_SECONDS, PREPARE_SECONDS];
@@ -203,18 +201,12 @@ fn zeros() {
             metrics::counter!(STATE_CACHE_READS, "kind" => kind, "result" => result).increment(0);
         }
     }
-    for reason in ["lagging", "send_timeout", "silent", "protocol"] {
-        metrics::counter!(WS_DROPPED, "reason" => reason).increment(0);
-    }
-    metrics::counter!(RPC_REQUESTS, "method" => "eth_blockNumber").increment(0);
-    metrics::counter!(RPC_ERRORS, "code" => "-32000").increment(0);
     metrics::counter!(TX_ADMISSION, "result" => "ok").increment(0);
     metrics::counter!(RECOVERY_CHECKED).increment(0);
     metrics::counter!(GOSSIP_ADMITTED, "result" => "ok").increment(0);
     metrics::counter!(GOSSIP_ADMITTED, "result" => "committed").increment(0);
     metrics::counter!(GOSSIP_UNSENT).increment(0);
     metrics::counter!(MEMPOOL_PRUNED, "reason" => "included").increment(0);
-    let _ = metrics::histogram!(RPC_SECONDS, "method" => "eth_blockNumber");
     let _ = metrics::histogram!(NONCE_RESERVE_SECONDS);
     for phase in ["speculate", "validate", "merge"] {
         let _ = metrics::histogram!(OCC_PHASE_SECONDS, "phase" => phase);
@@ -255,9 +247,6 @@ fn describe() {
     describe_histogram!(PREPARE_PHASE_SECONDS, Unit::Seconds, "Time of each phase of block preparation");
     describe_gauge!(PREPARED_AHEAD, "Prepared blocks waiting for the finalizer");
     describe_histogram!(COMMIT_SECONDS, Unit::Seconds, "Time to commit one block");
-    describe_counter!(RPC_REQUESTS, "JSON-RPC calls by method");
-    describe_histogram!(RPC_SECONDS, Unit::Seconds, "JSON-RPC call latency by method");
-    describe_counter!(RPC_ERRORS, "JSON-RPC error answers by code");
     describe_counter!(TX_ADMISSION, "Transactions offered to admission, by result");
     describe_counter!(
         RECOVERY_CHECKED,
@@ -303,11 +292,6 @@ fn describe() {
         STORE_HALTED,
         "1 while the store is halted (failed commit, or an actor failing too often)"
     );
-    describe_gauge!(crate::rpc::ws::WS_CONNECTIONS, "Open WebSocket connections");
-    describe_gauge!(crate::rpc::ws::WS_SUBSCRIPTIONS, "Live WebSocket subscriptions, across connections");
-    describe_counter!(crate::rpc::ws::WS_NOTIFICATIONS, "WebSocket subscription notifications sent");
-    describe_counter!(crate::rpc::ws::WS_REFUSED, "WebSocket handshakes refused at rpc.ws_max_connections");
-    describe_counter!(crate::rpc::ws::WS_DROPPED, "WebSocket connections the node closed, by reason");
 }
 
 /// Per-actor counters and histogram handles, resolved once so handling a

@@ -117,8 +117,6 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
 
 /// Wei per ether.
 const WEI_PER_ETH: u128 = 1_000_000_000_000_000_000;
-/// Suggested priority fee: 1 gwei.
-const SUGGESTED_TIP_WEI: u128 = 1_000_000_000;
 
 /// Builds genesis from config: the geth-style file (if any) plus the dev
 /// accounts derived from the mnemonic.
@@ -386,17 +384,11 @@ impl Node {
             Arc::clone(&store),
             Peers { outbound: peers_rx, admission: Arc::clone(&admission), sync: Arc::clone(&sync) },
         );
+        let pipeline = Arc::clone(&admission) as Arc<dyn rpc::Pipeline>;
         let rpc = Arc::new(RpcState {
-            store: Arc::clone(&store),
-            pipeline: Arc::clone(&admission) as Arc<dyn rpc::Pipeline>,
             pending,
-            rules,
-            exec,
-            limits: cfg.rpc.clone(),
-            suggested_tip_wei: SUGGESTED_TIP_WEI,
-            events: chain_events,
-            filters: rpc::filters::Filters::new(&cfg.rpc),
             sync: Arc::clone(&sync),
+            ..RpcState::new(Arc::clone(&store), pipeline, rules, exec, cfg.rpc.clone(), chain_events)
         });
         let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;

@@ -362,18 +362,15 @@ mod tests {
             synthetic: Default::default(),
         };
         let limits = sluice_config::Config::default().rpc;
-        Arc::new(RpcState {
-            store: Arc::new(Store::new(&genesis)),
-            pipeline: Arc::new(pipeline),
-            pending: Arc::default(),
-            rules: AdmissionRules::new(31337, 30_000_000, 1_000_000_000),
-            exec: sluice_executor::ExecConfig { chain_id: 31337, spec: sluice_executor::Spec::Prague },
-            filters: crate::filters::Filters::new(&limits),
+        let exec = sluice_executor::ExecConfig { chain_id: 31337, spec: sluice_executor::Spec::Prague };
+        Arc::new(RpcState::new(
+            Arc::new(Store::new(&genesis)),
+            Arc::new(pipeline),
+            AdmissionRules::new(31337, 30_000_000, 1_000_000_000),
+            exec,
             limits,
-            suggested_tip_wei: 1_000_000_000,
-            events: crate::events::ChainEvents::new(0, 1024),
-            sync: Arc::default(),
-        })
+            crate::events::ChainEvents::new(0, 1024),
+        ))
     }
 
     /// Clients resync after `txpool is full` with a batch of pending-nonce

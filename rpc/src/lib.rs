@@ -62,5 +62,37 @@ pub struct RpcState {
     pub sync: Arc<sync::SyncStatus>,
 }
 
+/// The priority fee `eth_maxPriorityFeePerGas` suggests (wei): 1 gwei.
+/// The base fee is fixed, so a tip only orders transactions in a block.
+pub const SUGGESTED_TIP_WEI: u128 = 1_000_000_000;
+
+impl RpcState {
+    /// The server's state over `store` and `pipeline`, with polling
+    /// filters sized from `limits`, subscriptions fed from `events`, and
+    /// nothing yet in flight (no pending transactions, not syncing). The
+    /// one constructor: the node, its offline double and tests use it.
+    pub fn new(
+        store: Arc<Store>,
+        pipeline: Arc<dyn Pipeline>,
+        rules: AdmissionRules,
+        exec: ExecConfig,
+        limits: RpcConfig,
+        events: ChainEvents,
+    ) -> RpcState {
+        RpcState {
+            filters: filters::Filters::new(&limits),
+            store,
+            pipeline,
+            pending: Arc::default(),
+            rules,
+            exec,
+            limits,
+            suggested_tip_wei: SUGGESTED_TIP_WEI,
+            events,
+            sync: Arc::default(),
+        }
+    }
+}
+
 /// Shared handle.
 pub type SharedState = Arc<RpcState>;

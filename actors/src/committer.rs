@@ -46,7 +46,7 @@ use crate::{
     metrics::{self as m, ActorMetrics},
     nonce::NonceActor,
     protocol::{CommitMsg, NonceMsg, SenderProgress, ShardMsg},
-    supervise::{report_abandoned, report_lost, run_blocking, Inject, Stage, Supervisor},
+    supervise::{report_abandoned, report_lost, run_blocking, AttemptError, Inject, Stage, Supervisor},
 };
 
 /// The store commit actor.
@@ -204,7 +204,7 @@ impl Committer {
 impl Stage for Committer {
     type Msg = CommitMsg;
 
-    fn attempt(&mut self, msg: &CommitMsg, inject: Inject) -> Result<(), String> {
+    fn attempt(&mut self, msg: &CommitMsg, inject: Inject) -> Result<(), AttemptError> {
         let start = Instant::now();
         let number = msg.block.block.header.number;
         if !self.already_committed(number, &msg.block.block.hash) {

@@ -34,7 +34,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{CommitMsg, ExecuteMsg, SenderProgress},
-    supervise::{report_abandoned, run_blocking, Inject, Stage, Supervisor},
+    supervise::{report_abandoned, run_blocking, AttemptError, Inject, Stage, Supervisor},
 };
 
 /// The finalizer actor.
@@ -184,7 +184,7 @@ impl Actor for Finalizer {
 impl Stage for Finalizer {
     type Msg = ExecuteMsg;
 
-    fn attempt(&mut self, msg: &ExecuteMsg, inject: Inject) -> Result<(), String> {
+    fn attempt(&mut self, msg: &ExecuteMsg, inject: Inject) -> Result<(), AttemptError> {
         inject.strike(Site::Finalizer)?;
         if self.overlay.base().halted().is_some() {
             return Ok(());

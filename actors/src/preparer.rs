@@ -25,7 +25,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{ExecuteMsg, PrepareMsg},
-    supervise::{report_abandoned, run_blocking, Inject, Stage, Supervisor},
+    supervise::{report_abandoned, run_blocking, AttemptError, Inject, Stage, Supervisor},
 };
 
 /// The preparation actor.
@@ -89,7 +89,7 @@ impl Actor for Preparer {
 impl Stage for Preparer {
     type Msg = PrepareMsg;
 
-    fn attempt(&mut self, msg: &PrepareMsg, inject: Inject) -> Result<(), String> {
+    fn attempt(&mut self, msg: &PrepareMsg, inject: Inject) -> Result<(), AttemptError> {
         inject.strike(Site::Preparer)?;
         let start = Instant::now();
         let (txs, phases) = prepare_block_timed(&msg.block.txs, &self.cache, self.chain_id, self.workers);

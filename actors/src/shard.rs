@@ -27,7 +27,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{NonceMsg, ShardMsg},
-    supervise::{contain, Inject, Supervisor, Verdict},
+    supervise::{contain, AttemptError, Inject, Supervisor, Verdict},
 };
 
 /// One mempool shard actor.
@@ -94,7 +94,7 @@ impl ShardActor {
 
     /// Handles one message; a fault is struck first, so a panic or error
     /// leaves the message (and the queue) untouched for the retry.
-    fn process(&mut self, slot: &mut Option<ShardMsg>, inject: Inject) -> Result<(), String> {
+    fn process(&mut self, slot: &mut Option<ShardMsg>, inject: Inject) -> Result<(), AttemptError> {
         inject.strike(Site::MempoolShard)?;
         match slot.take() {
             Some(ShardMsg::Insert { txs }) => {
@@ -124,7 +124,7 @@ impl ShardActor {
         loop {
             let verdict = match contain(|| self.process(&mut slot, inject)) {
                 Ok(Ok(())) => return,
-                Ok(Err(e)) => self.sup.failed(&e),
+                Ok(Err(e)) => self.sup.failed(&e.to_string()),
                 Err(panic) => self.sup.panicked(&panic),
             };
             if verdict == Verdict::Halted {

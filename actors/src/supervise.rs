@@ -233,13 +233,23 @@ pub enum Inject {
 
 impl Inject {
     /// Applies the injection at this point of the handler.
-    pub fn strike(self, site: Site) -> Result<(), String> {
+    pub fn strike(self, site: Site) -> Result<(), AttemptError> {
         match self {
             Inject::Nothing => Ok(()),
             Inject::Panic => panic!("injected panic at failpoint {}", site.name()),
-            Inject::Error => Err(format!("injected error at failpoint {}", site.name())),
+            Inject::Error => Err(AttemptError::Injected(site)),
         }
     }
+}
+
+/// Why a stage's attempt failed and may be retried. Real fatal failures (a
+/// failed commit) are handled inside the stage; what is left to retry is
+/// an injected error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AttemptError {
+    /// An error injected at the stage's failpoint.
+    #[error("injected error at failpoint {}", .0.name())]
+    Injected(Site),
 }
 
 /// A stage that runs alone on its own thread and handles each message by
@@ -250,7 +260,7 @@ pub trait Stage {
     /// Handles the message once. Real fatal failures (a failed commit) are
     /// handled inside and return `Ok`; `Err` means the attempt may be
     /// retried. `inject` is struck at the stage's fault point.
-    fn attempt(&mut self, msg: &Self::Msg, inject: Inject) -> Result<(), String>;
+    fn attempt(&mut self, msg: &Self::Msg, inject: Inject) -> Result<(), AttemptError>;
     /// Rebuilds the stage's state after a contained panic.
     fn rebuild(&mut self);
     /// The node halted before the message could be handled: report it.
@@ -297,7 +307,7 @@ pub fn run_blocking<S: Stage>(stage: &mut S, fp: &Failpoint, msg: &S::Msg) {
                 }
                 return;
             }
-            Ok(Err(e)) => stage.supervisor().failed(&e),
+            Ok(Err(e)) => stage.supervisor().failed(&e.to_string()),
             Err(panic) => {
                 let v = stage.supervisor().panicked(&panic);
                 if v == Verdict::Retry {

@@ -186,8 +186,14 @@ pub enum EngineError {
     #[error("this validator's key is not in the validator set")]
     NotAValidator,
     /// An archive could not be opened.
-    #[error("consensus storage: {0}")]
-    Storage(String),
+    #[error("consensus storage: {archive} archive: {source}")]
+    Storage {
+        /// Which archive (`finalizations`, `blocks`).
+        archive: &'static str,
+        /// What the storage said.
+        #[source]
+        source: commonware_storage::archive::Error,
+    },
 }
 
 /// Starts one validator's consensus on `ctx`; returns the handles of its
@@ -265,13 +271,13 @@ where
         ),
     )
     .await
-    .map_err(|e| EngineError::Storage(format!("finalizations archive: {e}")))?;
+    .map_err(|source| EngineError::Storage { archive: "finalizations", source })?;
     let blocks = immutable::Archive::init(
         ctx.child("finalized_blocks"),
         archive_config(&prefix, "blocks", &page_cache, limits),
     )
     .await
-    .map_err(|e| EngineError::Storage(format!("blocks archive: {e}")))?;
+    .map_err(|source| EngineError::Storage { archive: "blocks", source })?;
 
     let genesis_digest = digest_of(&setup.genesis.hash);
     let genesis = Digested::precomputed(ChainBlock(Arc::clone(&setup.genesis)), genesis_digest);

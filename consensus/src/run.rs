@@ -90,9 +90,15 @@ pub enum ConsensusError {
     /// The engine could not start.
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
-    /// The consensus thread could not be started, or panicked.
-    #[error("consensus thread: {0}")]
-    Thread(String),
+    /// The consensus thread could not be started.
+    #[error("consensus thread could not start: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// The consensus thread panicked.
+    #[error("consensus thread panicked")]
+    Panicked,
+    /// The consensus thread ended before saying it had started.
+    #[error("consensus thread ended before starting")]
+    EndedBeforeStarting,
 }
 
 /// A running validator's consensus.
@@ -111,7 +117,7 @@ impl Running {
         }
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
-            Some(Err(_)) => Err(ConsensusError::Thread("panicked".into())),
+            Some(Err(_)) => Err(ConsensusError::Panicked),
             None => Ok(()),
         }
     }
@@ -139,7 +145,7 @@ pub fn spawn<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, Co
             cw_tokio::Runner::new(runtime)
                 .start(|ctx| async move { run(ctx, cfg, backend, stop_rx, started_tx).await })
         })
-        .map_err(|e| ConsensusError::Thread(e.to_string()))?;
+        .map_err(ConsensusError::Spawn)?;
     match started_rx.recv() {
         Ok(Ok(())) => Ok(Running { stop: Some(stop_tx), thread: Some(thread) }),
         Ok(Err(e)) => {
@@ -148,7 +154,7 @@ pub fn spawn<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, Co
         }
         Err(_) => match thread.join() {
             Ok(Err(e)) => Err(e),
-            _ => Err(ConsensusError::Thread("ended before starting".into())),
+            _ => Err(ConsensusError::EndedBeforeStarting),
         },
     }
 }

@@ -12,7 +12,7 @@ use alloy_primitives::{Bytes, B256};
 use serde_json::{json, value::RawValue, Value};
 
 use super::{
-    error::{RpcError, INTERNAL_ERROR, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
+    error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
     eth,
     params::Params,
     reply, submission, SharedState,
@@ -166,16 +166,11 @@ async fn answer_batch(
             .record_many(began.elapsed().as_secs_f64(), submitted);
     }
     // Calls answered now (submissions, the transport's own methods,
-    // malformed calls) are kept as they are; the rest go to `dispatch`
-    // together: a call that waits on an actor (a pending nonce, the pool's
-    // status) waits alongside the others instead of after them, so a batch
-    // of 500 `eth_getTransactionCount(.., "pending")` (how clients resync
-    // after `txpool is full`) wakes this worker a few times, not 500. The
-    // replies keep the batch's order. Nothing more is held than before:
-    // every reply was kept until the batch was answered anyway, and the
-    // batch's length is bounded (`rpc.max_batch_len`).
+    // malformed calls) are kept as they are; the rest go to `dispatch` one
+    // at a time as their replies are written, so the response limit stops
+    // a batch of heavy calls at the first reply past it, with nothing run
+    // ahead of it or held beyond it.
     let mut answers = Vec::with_capacity(calls.len());
-    let mut waiting = Vec::new();
     for (call, sent) in calls.into_iter().zip(slots) {
         answers.push(match call {
             Err(reply) => Answer::Framed(reply),
@@ -185,15 +180,10 @@ async fn answer_batch(
             }
             Ok(call) => match answer_locally(&mut *local, &call) {
                 Some(result) => Answer::Answered(call.id, result),
-                None => {
-                    waiting.push(dispatch_one(state, call.method, call.params));
-                    Answer::Dispatched(call.id)
-                }
+                None => Answer::Dispatched(call),
             },
         });
     }
-    let mut dispatched =
-        if waiting.is_empty() { Vec::new() } else { futures::future::join_all(waiting).await }.into_iter();
     let mut out = Vec::with_capacity(answers.len() * 80);
     let mut tally = reply::Tally::default();
     out.push(b'[');
@@ -216,9 +206,8 @@ async fn answer_batch(
                 reply::write(&mut out, &id, &result, &mut tally);
                 true
             }
-            Answer::Dispatched(id) => {
-                let result =
-                    dispatched.next().unwrap_or_else(|| Err(RpcError::new(INTERNAL_ERROR, "lost reply")));
+            Answer::Dispatched(Call { id, method, params }) => {
+                let result = dispatch_one(state, method, params).await;
                 if let Some(id) = &id {
                     reply::write(&mut out, id, &result, &mut tally);
                 }
@@ -252,8 +241,8 @@ enum Answer {
     Submitted(Option<Value>, Result<B256, TxError>),
     /// Answered by the transport itself.
     Answered(Option<Value>, Result<Value, RpcError>),
-    /// Answered by [`eth::dispatch`]: the next of the batch's dispatched.
-    Dispatched(Option<Value>),
+    /// To be answered by [`eth::dispatch`] when its reply is written.
+    Dispatched(Call),
 }
 
 /// A call whose framing is valid.
@@ -305,95 +294,4 @@ fn observe(method: &str, start: Instant) {
     let label = eth::metric_label(method);
     metrics::counter!(m::RPC_REQUESTS, "method" => label).increment(1);
     metrics::histogram!(m::RPC_SECONDS, "method" => label).record(start.elapsed().as_secs_f64());
-}
-
-#[cfg(test)]
-mod tests {
-    use std::{sync::Arc, time::Duration};
-
-    use alloy_primitives::{Address, Bytes, B256};
-    use serde_json::{json, Value};
-    use sluice_store::{Genesis, Store};
-    use sluice_txpool::{AdmissionRules, TxError};
-    use tokio::sync::Barrier;
-
-    use super::*;
-    use crate::{
-        pipeline::{BoxFuture, Pipeline},
-        RpcState,
-    };
-
-    /// A pipeline whose pending-nonce reads each wait (up to 5 s) until
-    /// `Barrier`'s count of them wait at once: only answered concurrently
-    /// can a batch of them all succeed.
-    struct Rendezvous(Barrier);
-
-    impl Pipeline for Rendezvous {
-        fn admit(&self, raws: Vec<Bytes>, _: bool) -> BoxFuture<'_, Vec<Result<B256, TxError>>> {
-            Box::pin(async move { raws.iter().map(|_| Err(TxError::Unavailable("offline"))).collect() })
-        }
-        fn pending_nonce(&self, _: Address) -> BoxFuture<'_, Result<Option<u64>, RpcError>> {
-            Box::pin(async move {
-                match tokio::time::timeout(Duration::from_secs(5), self.0.wait()).await {
-                    Ok(_) => Ok(Some(7)),
-                    Err(_) => Err(RpcError::new(-32000, "waited alone")),
-                }
-            })
-        }
-        fn status(&self) -> BoxFuture<'_, Result<(u64, u64), RpcError>> {
-            Box::pin(async { Ok((0, 0)) })
-        }
-        fn queued(&self) -> BoxFuture<'_, Result<Vec<sluice_messages::RecoveredTx>, RpcError>> {
-            Box::pin(async { Ok(Vec::new()) })
-        }
-        fn debug(&self, method: &str, _: Option<&Value>) -> Result<Value, RpcError> {
-            Err(RpcError::new(-32601, format!("the method {method} does not exist/is not available")))
-        }
-    }
-
-    fn state(pipeline: Rendezvous) -> SharedState {
-        let genesis = Genesis {
-            chain_id: 31337,
-            timestamp: 0,
-            gas_limit: 30_000_000,
-            base_fee: 1_000_000_000,
-            coinbase: Address::ZERO,
-            alloc: Default::default(),
-            synthetic: Default::default(),
-        };
-        let limits = sluice_config::Config::default().rpc;
-        let exec = sluice_executor::ExecConfig { chain_id: 31337, spec: sluice_executor::Spec::Prague };
-        Arc::new(RpcState::new(
-            Arc::new(Store::new(&genesis)),
-            Arc::new(pipeline),
-            AdmissionRules::new(31337, 30_000_000, 1_000_000_000),
-            exec,
-            limits,
-            crate::events::ChainEvents::new(0, 1024),
-        ))
-    }
-
-    /// Clients resync after `txpool is full` with a batch of pending-nonce
-    /// reads; each waits on the nonce actor, so they are answered together,
-    /// not one round trip after another (in the batch's order).
-    #[test]
-    fn a_batchs_calls_wait_together() {
-        const N: usize = 20;
-        let state = state(Rendezvous(Barrier::new(N)));
-        let batch: Vec<Value> = (0..N)
-            .map(|i| {
-                let addr = format!("0x{:040x}", i + 1);
-                json!({"jsonrpc": "2.0", "id": i, "method": "eth_getTransactionCount", "params": [addr, "pending"]})
-            })
-            .collect();
-        let body = serde_json::to_vec(&batch).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        let reply = rt.block_on(handle_body(&state, &body)).unwrap();
-        let reply: Vec<Value> = serde_json::from_slice(&reply).unwrap();
-        assert_eq!(reply.len(), N);
-        for (i, r) in reply.iter().enumerate() {
-            assert_eq!(r["id"], i, "the batch's order: {r}");
-            assert_eq!(r["result"], "0x7", "{r}");
-        }
-    }
 }

@@ -305,9 +305,11 @@ def pipeline():
             + " / ignoring(reason) group_left sum(" + rate("sluice_occ_blocks_total") + ")", "{{reason}}")],
          "percentunit", w=8,
          defaults={"min": 0, "max": 1})
-    d.ts("Lane reruns", "Transactions executed again on lanes because a chunk before theirs "
-         "changed what they read.",
-         [t(f"sum({rate('sluice_occ_reruns_total')})", "reruns")], "cps", w=8)
+    d.ts("Reruns and settles", "Transactions executed again on lanes because a chunk before theirs "
+         "changed what they read; times the one journal settled within a block (after a creation, "
+         "a self-destruct or an existing empty account, around an EIP-7702 transaction).",
+         [t(f"sum({rate('sluice_occ_reruns_total')})", "reruns"),
+          t(f"sum({rate('sluice_occ_settles_total')})", "settles")], "cps", w=8)
     d.ts("Parallel phase time (p99)", "Speculate, validate and merge time per block (scheduled "
          "transfers and lanes).",
          [t(quantile(0.99, "sluice_occ_phase_seconds", by="phase"), "{{phase}}")], "s", w=24)

@@ -143,6 +143,7 @@ impl Finalizer {
 /// Exports what the executor reports about one block.
 fn record_exec_stats(s: &sluice_executor::ExecStats) {
     let path = s.path.as_str();
+    metrics::counter!(m::OCC_SETTLES).increment(u64::from(s.settles));
     if let Some(because) = s.path.in_order() {
         metrics::counter!(m::OCC_BLOCKS, "path" => path, "reason" => because.as_str()).increment(1);
     } else {

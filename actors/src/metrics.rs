@@ -79,6 +79,10 @@ pub const OCC_BLOCKS: &str = "sluice_occ_blocks_total";
 /// Transactions executed again on lanes, because a chunk before theirs
 /// changed what they read.
 pub const OCC_RERUNS: &str = "sluice_occ_reruns_total";
+/// Times the one journal settled within a block: after a creation, a
+/// self-destruct or an account that exists empty, around an EIP-7702
+/// transaction (see `sluice_executor::journal`).
+pub const OCC_SETTLES: &str = "sluice_occ_settles_total";
 /// Time of each phase of parallel execution (label `phase`: speculate,
 /// validate, merge; see `sluice_executor::ExecPath`).
 pub const OCC_PHASE_SECONDS: &str = "sluice_occ_phase_seconds";
@@ -179,7 +183,7 @@ pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
 /// label get one representative series (the dashboards sum over labels);
 /// histograms are registered without an observation (count 0).
 fn zeros() {
-    let counters = [TXS_SKIPPED, TXS_INCLUDED, OCC_RERUNS];
+    let counters = [TXS_SKIPPED, TXS_INCLUDED, OCC_RERUNS, OCC_SETTLES];
     for counter in counters.into_iter().chain([CACHE_HITS, CACHE_MISSES, CACHE_EVICTIONS]) {
         metrics::counter!(counter).increment(0);
     }
@@ -243,6 +247,10 @@ fn describe() {
         "Blocks executed, by path (scheduled, lanes, journal, sequential) and why in order"
     );
     describe_counter!(OCC_RERUNS, "Transactions executed again on lanes");
+    describe_counter!(
+        OCC_SETTLES,
+        "Times the one journal settled within a block (creations, self-destructs, EIP-7702, empty accounts)"
+    );
     describe_histogram!(OCC_PHASE_SECONDS, Unit::Seconds, "Time of each phase of parallel execution");
     describe_histogram!(PREPARE_PHASE_SECONDS, Unit::Seconds, "Time of each phase of block preparation");
     describe_gauge!(PREPARED_AHEAD, "Prepared blocks waiting for the finalizer");

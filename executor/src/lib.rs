@@ -7,8 +7,9 @@
 //!
 //! - Every executor's outcome (receipts, skips, gas used, change set) equals
 //!   the sequential executor's ([`execute_block`], the oracle) on every
-//!   block; only [`ExecStats`] says which path ran. Where a faster path
-//!   cannot be sure, it declines and a slower one runs, never a guess.
+//!   block; only [`ExecStats`] says which path ran. Where a parallel path
+//!   cannot be sure, it declines and the one journal runs the block, never
+//!   a guess.
 //! - A block is executed on the state after its parent (the caller executes
 //!   blocks in order); nothing here writes state, an outcome is a change
 //!   set for the store to apply.
@@ -17,8 +18,10 @@
 //!
 //! [`OccExecutor::execute_block`], as the node configures it. The path is
 //! chosen before anything executes; a block gets one attempt on it, and an
-//! attempt that gives up hands the block to the oracle. So no block is
-//! executed more than twice, and the oracle is the only fallback.
+//! attempt that gives up hands the block to the one journal, which is exact
+//! on every block (it settles around what a kept journal cannot reproduce,
+//! see [`journal`]). So no block is executed more than twice, and the
+//! sequential executor is the oracle of the tests, not a path.
 //!
 //! ```text
 //!  block, on its parent's state
@@ -27,20 +30,16 @@
 //!    |-- all plain transfers --> occ/scheduled/      |
 //!    |                             | done            |
 //!    |                             | gave up: code, nonce or funds
-//!    |                             |   unexpected ----------------------+
-//!    |-- one worker ---------------------------------+                  |
-//!    |-- the chooser (occ/adaptive.rs) says in order +                  |
-//!    |                                               v                  |
-//!    |                                 one journal (journal.rs)         |
-//!    |                                   | done                         |
-//!    |                                   | gave up: creation, self- ----+
-//!    v                                   |   destruct, EIP-7702,        |
-//!  lanes (occ/relay/)                        touched empty              |
-//!    | done                                                             |
-//!    | gave up: creation, self-destruct, EIP-7702, touched empty,      |
-//!    |   gas left; or contention in the first chunks ------------------+
-//!                                                                       v
-//!                                                sequential.rs (the oracle)
+//!    |                             |   unexpected ---+
+//!    |-- one worker ---------------------------------+
+//!    |-- the chooser (occ/adaptive.rs) says in order +
+//!    |                                               |
+//!    v                                               v
+//!  lanes (occ/relay/)                  one journal (journal/), exact,
+//!    | done                              settling where it must
+//!    | gave up: creation, self-destruct,             ^
+//!    |   EIP-7702, touched empty, gas left;          |
+//!    |   or contention in the first chunks ----------+
 //! ```
 //!
 //! Scheduled transfers and lanes run on every worker; everything else on
@@ -51,8 +50,8 @@
 //! - [`sequential`]: the in-order executor and the exact definition of a
 //!   block's results (skips, receipts, change set).
 //! - [`journal`]: in-order execution on one revm journal for the whole
-//!   block, the fast path for blocks that cannot run in parallel; equal to
-//!   the sequential executor, or declines the block.
+//!   block, settling where a kept journal cannot reproduce a deletion; the
+//!   path of every block that does not run in parallel.
 //! - [`occ`]: the parallel executor (scheduled transfers, lanes, the
 //!   chooser), whose results equal the sequential executor's.
 //! - [`keccak`]: a KECCAK256 instruction that remembers recent 64-byte

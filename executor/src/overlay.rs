@@ -8,7 +8,7 @@ use alloy_primitives::{
 };
 use revm::{
     primitives::KECCAK_EMPTY,
-    state::{AccountInfo, Bytecode, EvmState},
+    state::{Account, AccountInfo, Bytecode, EvmState},
     Database, DatabaseRef,
 };
 use sluice_messages::{AccountChange, ChangeSet};
@@ -59,6 +59,9 @@ pub(crate) struct BlockState<'a> {
     accounts: AddressMap<Entry>,
     /// Analysed code, so each contract is analysed once per block.
     codes: CodeCache,
+    /// Served an account that exists empty since [`BlockState::took_empty`]
+    /// last asked.
+    served_empty: bool,
 }
 
 /// Loads an account into the overlay on first sight. A free function so the
@@ -86,7 +89,14 @@ impl<'a> BlockState<'a> {
             db: StateDb::new(state),
             accounts: AddressMap::with_capacity_and_hasher(accounts, Default::default()),
             codes: CodeCache::default(),
+            served_empty: false,
         }
+    }
+
+    /// Whether an account that exists empty was served since the last time
+    /// this was asked (see `journal/mod.rs` for why it matters).
+    pub(crate) fn took_empty(&mut self) -> bool {
+        std::mem::take(&mut self.served_empty)
     }
 
     /// Applies one transaction's state (as returned by revm) on top.
@@ -96,17 +106,40 @@ impl<'a> BlockState<'a> {
     /// created ones start from empty storage, and touched empty accounts are
     /// deleted (EIP-161).
     pub(crate) fn commit_tx(&mut self, changes: EvmState) -> Result<(), DbError> {
-        let db = self.db;
         for (address, account) in changes {
+            self.commit_account(address, account, false)?;
+        }
+        Ok(())
+    }
+
+    /// Applies the state of a journal kept across several transactions
+    /// (`journal/mod.rs`), of which only the last may have created,
+    /// destroyed or deleted an account. Its slots' original values are
+    /// those of each slot's last transaction, not of the journal's start,
+    /// so every slot it holds is applied, changed or not.
+    pub(crate) fn commit_journal(&mut self, state: &EvmState) -> Result<(), DbError> {
+        for (address, account) in state {
+            if account.is_touched() {
+                self.commit_account(*address, account.clone(), true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies one account's state; every slot it holds if `all_slots`,
+    /// else only those changed.
+    fn commit_account(&mut self, address: Address, account: Account, all_slots: bool) -> Result<(), DbError> {
+        let db = self.db;
+        {
             if !account.is_touched() {
-                continue;
+                return Ok(());
             }
             let entry = load(&mut self.accounts, db, address)?;
             if account.is_selfdestructed() {
                 entry.current = None;
                 entry.storage.clear();
                 entry.wiped = true;
-                continue;
+                return Ok(());
             }
             if account.info.is_empty() && !account.is_created() {
                 // EIP-161. Deleting an account that exists removes its
@@ -116,14 +149,14 @@ impl<'a> BlockState<'a> {
                 }
                 entry.current = None;
                 entry.storage.clear();
-                continue;
+                return Ok(());
             }
             if account.is_created() {
                 entry.storage.clear();
                 entry.wiped = true;
             }
             for (key, slot) in account.storage {
-                if !slot.is_changed() {
+                if !all_slots && !slot.is_changed() {
                     continue;
                 }
                 match entry.storage.get_mut(&key) {
@@ -194,7 +227,9 @@ impl Database for BlockState<'_> {
     type Error = DbError;
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, DbError> {
-        Ok(load(&mut self.accounts, self.db, address)?.current.clone())
+        let current = load(&mut self.accounts, self.db, address)?.current.clone();
+        self.served_empty |= current.as_ref().is_some_and(AccountInfo::is_empty);
+        Ok(current)
     }
 
     fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, DbError> {

@@ -8,14 +8,15 @@ use std::time::Duration;
 /// says only how it was reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecPath {
-    /// In order on the sequential executor (the oracle), because of
-    /// `because`; also where every attempt that gives up ends.
+    /// In order on the sequential executor (the oracle): the
+    /// [`crate::SequentialExecutor`]'s blocks.
     Sequential {
         /// Why the block ran in order.
         because: InOrder,
     },
     /// In order on one revm journal for the whole block
-    /// ([`crate::journal`]).
+    /// ([`crate::journal`]), because of `because`; also where every
+    /// parallel attempt that gives up ends.
     Journal {
         /// Why the block ran in order.
         because: InOrder,
@@ -112,4 +113,7 @@ pub struct ExecStats {
     pub validate: Duration,
     /// See [`ExecPath::Scheduled`].
     pub merge: Duration,
+    /// The one journal: how many times it settled within the block (see
+    /// [`crate::journal`]).
+    pub settles: u32,
 }

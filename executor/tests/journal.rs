@@ -1,6 +1,6 @@
 //! The one-journal in-order executor against the sequential oracle: equal
-//! on every block it accepts, and it declines exactly the blocks whose
-//! deletions a single journal cannot reproduce.
+//! on every block, settling where a single journal could not reproduce a
+//! deletion.
 //!
 //! `OCC_SEEDS=n` / `OCC_SEED=n` as in `occ.rs`.
 #![allow(missing_docs)]
@@ -12,13 +12,11 @@ use common::{erc20, gen, *};
 use sluice_executor::{execute_block_one_journal, testing::MemState, BlockOutcome};
 use sluice_messages::PreparedBlock;
 
-/// Runs `block` both ways; `true` if the one-journal executor accepted it
-/// (and then its outcome equals the oracle's).
-fn check(label: &str, state: &MemState, block: &PreparedBlock) -> bool {
+/// Runs `block` both ways and checks the outcomes are equal; how many
+/// times the journal settled.
+fn check(label: &str, state: &MemState, block: &PreparedBlock) -> u32 {
     let expected = run(state, block);
-    let Some(got) = execute_block_one_journal(state, &cfg(), block).expect("block executes") else {
-        return false;
-    };
+    let got = execute_block_one_journal(state, &cfg(), block).expect("block executes");
     let same = |a: &BlockOutcome, b: &BlockOutcome| {
         a.receipts == b.receipts
             && a.skipped == b.skipped
@@ -38,14 +36,14 @@ fn check(label: &str, state: &MemState, block: &PreparedBlock) -> bool {
         );
     }
     assert!(after(state, &expected) == after(state, &got), "{label}: end states differ");
-    true
+    got.stats.settles
 }
 
 #[test]
-fn random_blocks_match_sequential_or_are_declined() {
+fn random_blocks_match_sequential() {
     let seeds = seeds();
-    // Accepted blocks: mixed, mixed without creations, plain transfers.
-    let mut accepted = [0usize; 3];
+    // Blocks that settled: mixed, mixed without creations, plain transfers.
+    let mut settled = [0usize; 3];
     for seed in &seeds {
         let len = 16 + (seed * 37 % 150) as usize;
         let label = format!("seed {seed} (replay: OCC_SEED={seed})");
@@ -55,34 +53,86 @@ fn random_blocks_match_sequential_or_are_declined() {
             gen::transfer_scenario(*seed, 8 + (seed * 53 % 200) as usize),
         ];
         for (kind, s) in scenarios.iter().enumerate() {
-            accepted[kind] += usize::from(check(&format!("{label} kind {kind}"), &s.state, &s.block));
+            let settles = check(&format!("{label} kind {kind}"), &s.state, &s.block);
+            settled[kind] += usize::from(settles > 0);
         }
     }
-    eprintln!("accepted of {} each: {accepted:?}", seeds.len());
+    eprintln!("settled of {} each: {settled:?}", seeds.len());
     if seeds.len() >= 30 {
-        // Without creations, only an existing empty coinbase (a tenth of
-        // the seeds) makes a block declined.
-        assert!(accepted[1] * 10 >= seeds.len() * 8, "{accepted:?}");
-        assert!(accepted[2] > 0, "{accepted:?}");
+        // Most mixed blocks create, destroy or delegate: they settle, so
+        // both ways of reading the change set are compared. Without
+        // creations, only an existing empty coinbase (a tenth of the
+        // seeds) makes a block settle.
+        assert!(settled[0] * 2 >= seeds.len(), "{settled:?}");
+        assert!(settled[1] * 10 <= seeds.len() * 2, "{settled:?}");
+        assert!(settled[1] < seeds.len(), "{settled:?}");
     }
 }
 
 #[test]
-fn a_block_that_creates_a_contract_is_declined() {
+fn a_journal_settles_after_a_creation_and_goes_on() {
     let mut state = funded_state();
     let counter = Address::repeat_byte(0xc0);
     state.set_code(counter, counter_runtime());
     let init = init_code(&[], &counter_runtime());
-    let txs = vec![
-        eip1559(&signer(1), 0, TxKind::Call(counter), 0, Bytes::new(), 60_000),
-        eip1559(&signer(2), 0, TxKind::Create, 0, init, 200_000),
+    let bump = |s: u8, nonce: u64| eip1559(&signer(s), nonce, TxKind::Call(counter), 0, Bytes::new(), 60_000);
+    let create = eip1559(&signer(2), 0, TxKind::Create, 0, init, 200_000);
+    // A counter bumped before and after a creation: one settle, exact.
+    let b = block(1, GAS_LIMIT, vec![bump(1, 0), create, bump(1, 1), bump(3, 0)]);
+    assert_eq!(check("creation between bumps", &state, &b), 1);
+    assert_eq!(after(&state, &run(&state, &b)).get_storage(&counter, &U256::ZERO), U256::from(3));
+    // Without the creation it never settles, and is equal.
+    let b = block(1, GAS_LIMIT, vec![bump(1, 0), bump(3, 0)]);
+    assert_eq!(check("counter", &state, &b), 0);
+}
+
+/// Contracts created and destroyed by contracts, which only the watched
+/// instructions reveal: a CREATE2 whose init code counts in its own storage,
+/// logs the count and self-destructs, run twice at the same address (the
+/// second must start from empty storage again), and CREATEs of a counter,
+/// between calls that keep the journal busy.
+#[test]
+fn contracts_created_and_destroyed_by_contracts_settle_the_journal() {
+    // memory[0..] = calldata; slot 0 = CREATE2(0, 0, calldatasize, salt 0)
+    const CREATE2_FACTORY: &[u8] = &[
+        0x36, 0x60, 0x00, 0x60, 0x00, 0x37, 0x60, 0x00, 0x36, 0x60, 0x00, 0x60, 0x00, 0xf5, 0x60, 0x00, 0x55,
+        0x00,
     ];
-    let b = block(1, GAS_LIMIT, txs.clone());
-    assert!(execute_block_one_journal(&state, &cfg(), &b).expect("executes").is_none());
-    // Without the creation it is accepted, and equal.
-    let b = block(1, GAS_LIMIT, txs[..1].to_vec());
-    assert!(check("counter", &state, &b));
-    assert_eq!(after(&state, &run(&state, &b)).get_storage(&counter, &U256::ZERO), U256::from(1));
+    // The same with CREATE(0, 0, calldatasize).
+    const CREATE_FACTORY: &[u8] =
+        &[0x36, 0x60, 0x00, 0x60, 0x00, 0x37, 0x36, 0x60, 0x00, 0x60, 0x00, 0xf0, 0x60, 0x00, 0x55, 0x00];
+    // v = SLOAD(0) + 1; SSTORE(0, v); LOG0(v); SELFDESTRUCT(CALLER).
+    const RECOUNT: &[u8] = &[
+        0x60, 0x01, 0x60, 0x00, 0x54, 0x01, 0x80, 0x60, 0x00, 0x55, 0x60, 0x00, 0x52, 0x60, 0x20, 0x60, 0x00,
+        0xa0, 0x33, 0xff,
+    ];
+    let mut state = funded_state();
+    let (factory2, factory) = (Address::repeat_byte(0xf5), Address::repeat_byte(0xf0));
+    state.set_code(factory2, Bytes::from_static(CREATE2_FACTORY));
+    state.set_code(factory, Bytes::from_static(CREATE_FACTORY));
+    let counter = Address::repeat_byte(0xc0);
+    state.set_code(counter, counter_runtime());
+    let bump = |nonce| eip1559(&signer(1), nonce, TxKind::Call(counter), 0, Bytes::new(), 60_000);
+    let call = |s: u8, nonce, to, init: Bytes| eip1559(&signer(s), nonce, TxKind::Call(to), 0, init, 300_000);
+    let recount = Bytes::from_static(RECOUNT);
+    let deploy = init_code(&[], &counter_runtime());
+    let txs = vec![
+        bump(0),
+        call(2, 0, factory2, recount.clone()),
+        bump(1),
+        call(2, 1, factory2, recount),
+        call(3, 0, factory, deploy.clone()),
+        bump(2),
+        call(3, 1, factory, deploy),
+        bump(3),
+    ];
+    let b = block(1, GAS_LIMIT, txs);
+    assert_eq!(check("contracts creating contracts", &state, &b), 4);
+    let out = run(&state, &b);
+    assert!(out.receipts.iter().all(|r| r.success), "{:?}", out.receipts);
+    let logged: Vec<_> = [1, 3].map(|i| out.receipts[i].logs[0].data.clone()).into();
+    assert_eq!(logged[0], logged[1], "the re-created contract starts from empty storage");
+    assert_eq!(after(&state, &out).get_storage(&counter, &U256::ZERO), U256::from(4));
 }
 
 /// The one-journal executor's KECCAK256 remembers 64-byte preimages
@@ -131,7 +181,7 @@ fn memoized_keccak_equals_revm_at_the_edges() {
         })
         .collect();
     let b = block(1, 30_000_000, txs);
-    assert!(check("keccak edges", &state, &b), "the block has no creations: it must be accepted");
+    assert_eq!(check("keccak edges", &state, &b), 0, "the block has no creations: it never settles");
     let outcome = run(&state, &b);
     let ok: Vec<bool> = outcome.receipts.iter().map(|r| r.success).collect();
     assert_eq!(ok, [true, true, true, true, false, true, false, true], "the cases cover success and failure");
@@ -165,7 +215,7 @@ fn storage_tables_kept_between_blocks_change_nothing() {
     // On this thread: the first run fills the table, the next ones start
     // with the token loaded.
     for round in 0..3 {
-        assert!(check(&format!("token block, round {round}"), &state, &tokens));
+        check(&format!("token block, round {round}"), &state, &tokens);
     }
     // BALANCE(token) from another contract, first thing in the block: cold
     // (2,600 gas), as without the table kept.
@@ -176,17 +226,17 @@ fn storage_tables_kept_between_blocks_change_nothing() {
     state.set_code(prober, Bytes::from(code));
     let probe = eip1559(&holders[1], 0, TxKind::Call(prober), 0, Bytes::new(), 60_000);
     let probe = block(1, GAS_LIMIT, vec![probe]);
-    assert!(check("token block", &state, &tokens));
-    assert!(check("BALANCE of the kept account", &state, &probe));
+    assert_eq!(check("token block", &state, &tokens), 0);
+    assert_eq!(check("BALANCE of the kept account", &state, &probe), 0);
     // A block that never uses the token, after one that did.
     let plain = block(1, GAS_LIMIT, vec![transfer(&holders[0], 0, Address::repeat_byte(0x77), 1)]);
-    assert!(check("token block", &state, &tokens));
-    assert!(check("plain transfer after a token block", &state, &plain));
-    let got = execute_block_one_journal(&state, &cfg(), &plain).expect("executes").expect("accepted");
+    assert_eq!(check("token block", &state, &tokens), 0);
+    assert_eq!(check("plain transfer after a token block", &state, &plain), 0);
+    let got = execute_block_one_journal(&state, &cfg(), &plain).expect("executes");
     assert!(got.changes.accounts.iter().all(|a| a.address != token), "{:?}", got.changes);
     // The token gone from the state of the next block.
-    assert!(check("token block", &state, &tokens));
+    assert_eq!(check("token block", &state, &tokens), 0);
     let mut without = MemState::new();
     without.set_account(holders[0].address(), U256::from(ETH), 0);
-    assert!(check("plain transfer, token gone", &without, &plain));
+    assert_eq!(check("plain transfer, token gone", &without, &plain), 0);
 }

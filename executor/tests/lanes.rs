@@ -63,7 +63,7 @@ fn random_blocks_on_lanes_match_sequential() {
     }
     eprintln!("mixed {mixed:?}\nwithout creations {plain:?}");
     if plain.blocks >= 90 {
-        // Lanes decline creations and self-destructs (the oracle runs
+        // Lanes decline creations and self-destructs (the one journal runs
         // those blocks), and blocks where most transactions
         // had to run again (in order is faster): the generator's blocks
         // are small and conflict by design, so with 3 and 8 workers
@@ -145,7 +145,7 @@ fn a_dependency_chain_on_lanes_runs_in_order() {
     for workers in [2, 3] {
         let got = lanes(workers).execute_block(&state, &b).expect("executes");
         check_same("counter on lanes", &state, &expected, &got);
-        assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Contention });
+        assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::Contention });
     }
 }
 
@@ -170,7 +170,7 @@ fn an_eip7702_transaction_late_in_a_block_takes_it_off_lanes() {
     let exec = lanes(2);
     let got = exec.execute_block(&state, &late).expect("executes");
     check_same("late EIP-7702", &state, &expected, &got);
-    assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Unsupported });
+    assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::Unsupported });
     // With few conflicts among 1,000 holders, the block without it runs on
     // lanes (tried a few times: a worker descheduled long enough can make
     // it look contended).

@@ -80,7 +80,7 @@ fn random_blocks_match_sequential() {
     eprintln!("{cov:?}");
     if seeds.len() >= 30 {
         // Every path the generator's blocks can take was taken.
-        for path in ["lanes", "journal configured", "sequential unsupported"] {
+        for path in ["lanes", "journal configured", "journal unsupported"] {
             assert!(cov.on(path) > 0, "{path}: {cov:?}");
         }
     }
@@ -149,9 +149,9 @@ fn transfers_to_addresses_alike_in_their_first_bytes_match_sequential() {
 /// cannot pay), late in a long block: found while the workers run their
 /// groups, after every earlier phase passed. Every worker must give up at
 /// the same point (none left waiting for the others), and the block runs
-/// on the oracle, with the refused transaction skipped as it skips it.
+/// in order, with the refused transaction skipped as the oracle skips it.
 #[test]
-fn a_transfer_refused_while_running_sends_the_block_to_the_oracle() {
+fn a_transfer_refused_while_running_sends_the_block_in_order() {
     let (mut state, b) = distinct_transfers(600);
     let PreparedTx::Ready(late) = &b.txs[550] else { panic!("a ready transaction") };
     state.set_account(late.sender, U256::from(1), 0);
@@ -162,7 +162,7 @@ fn a_transfer_refused_while_running_sends_the_block_to_the_oracle() {
         for round in 0..5 {
             let got = exec.execute_block(&state, &b).expect("executes");
             check_same(&format!("refused late, {workers} workers, round {round}"), &state, &expected, &got);
-            assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Unsupported });
+            assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::Unsupported });
         }
     }
 }
@@ -247,7 +247,7 @@ fn a_fully_contended_block_falls_back_to_in_order_execution() {
     for workers in [2, 3, 8] {
         let got = occ(workers).execute_block(&state, &b).expect("executes");
         check_same("contended", &state, &expected, &got);
-        assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Contention });
+        assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::Contention });
     }
     // One worker runs every block of more than plain transfers in order.
     let got = occ(1).execute_block(&state, &b).expect("executes");
@@ -259,7 +259,7 @@ fn a_fully_contended_block_falls_back_to_in_order_execution() {
 fn a_block_that_turns_contended_is_exact_either_way() {
     // Independent transfers first, then a long run of counter increments:
     // lanes either correct the chain chunk by chunk or find it contended
-    // and give the block to the oracle, depending on the workers' timing.
+    // and give the block to the one journal, depending on the workers' timing.
     let mut state = MemState::new();
     let counter = Address::repeat_byte(0xc0);
     state.set_code(counter, counter_runtime());
@@ -279,7 +279,7 @@ fn a_block_that_turns_contended_is_exact_either_way() {
         let got = occ(workers).execute_block(&state, &b).expect("executes");
         check_same("contended tail", &state, &expected, &got);
         assert!(
-            matches!(got.stats.path, ExecPath::Lanes | ExecPath::Sequential { because: InOrder::Contention }),
+            matches!(got.stats.path, ExecPath::Lanes | ExecPath::Journal { because: InOrder::Contention }),
             "{:?}",
             got.stats
         );
@@ -315,7 +315,7 @@ fn small_blocks_and_unsupported_coinbase_changes_run_sequentially() {
     ));
     let b = block(1, GAS_LIMIT, vec![tx]);
     let got = occ(2).execute_block(&state, &b).expect("executes");
-    assert_eq!(got.stats.path, ExecPath::Sequential { because: InOrder::Unsupported });
+    assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::Unsupported });
     check_same("coinbase deleted", &state, &run(&state, &b), &got);
 }
 

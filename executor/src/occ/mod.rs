@@ -2,10 +2,10 @@
 //! calls on lanes, and in order where neither pays.
 //!
 //! Every path's outcome (receipts, skips, gas, change set) equals
-//! [`crate::sequential`]'s exactly. The sequential executor is the oracle
-//! and the only fallback: where a path cannot be sure, it gives up and the
-//! oracle runs the block, never a guess. The crate docs draw how a block's
-//! path is chosen.
+//! [`crate::sequential`]'s exactly. The one journal ([`crate::journal`]) is
+//! the only fallback: where a parallel path cannot be sure, it gives up and
+//! the journal runs the block, never a guess. The crate docs draw how a
+//! block's path is chosen.
 //!
 //! - **Scheduled transfers** (`scheduled/`): a block of plain value
 //!   transfers has its footprints (two accounts each) known before
@@ -16,7 +16,7 @@
 //!   transactions, each worker running its chunks in order on its own
 //!   revm journal and correcting them once the chunks before are final,
 //!   one hand-off per chunk. A transaction executes at most twice. Lanes
-//!   give up on what a persistent journal cannot reproduce (creations,
+//!   give up on what their kept journals cannot reproduce (creations,
 //!   self-destructs, EIP-7702, accounts empty at block start touched) and
 //!   on contention (most of the first chunks' transactions re-ran).
 //! - **In order** on one journal ([`crate::journal`]) for blocks below
@@ -46,7 +46,6 @@ use threads::{lock, Workers};
 
 use crate::{
     journal::execute_block_one_journal,
-    sequential::execute_block,
     stats::{ExecPath, InOrder},
     BlockExecutor, BlockOutcome, ExecConfig, ExecError,
 };
@@ -120,7 +119,7 @@ impl OccExecutor {
 
     /// Executes `block` on top of `state` (the state after its parent):
     /// one attempt on the path chosen for it, then, if that gives up, the
-    /// sequential executor. No block is executed more than twice.
+    /// one journal. No block is executed more than twice.
     pub fn execute_block(
         &self,
         state: &dyn StateReader,
@@ -143,7 +142,7 @@ impl OccExecutor {
                         Ok(outcome)
                     }
                     Err(because) => {
-                        let outcome = self.oracle(state, block, because)?;
+                        let outcome = self.in_order(state, block, because)?;
                         lock(&self.chooser).record_given_up(outcome.gas_used, start.elapsed());
                         Ok(outcome)
                     }
@@ -166,39 +165,20 @@ impl OccExecutor {
     ) -> Result<Option<BlockOutcome>, ExecError> {
         Ok(match scheduled::run(state, &self.cfg, block, &self.workers, &self.scratch)? {
             scheduled::Attempt::Done(outcome) => Some(outcome),
-            scheduled::Attempt::GaveUp => Some(self.oracle(state, block, InOrder::Unsupported)?),
+            scheduled::Attempt::GaveUp => Some(self.in_order(state, block, InOrder::Unsupported)?),
             scheduled::Attempt::NotTransfers => None,
         })
     }
 
-    /// The block in order on one journal, which equals the sequential
-    /// executor and is faster, but gives up on blocks that create or
-    /// destroy accounts (then the sequential executor runs it).
+    /// The block in order on one journal.
     fn in_order(
         &self,
         state: &dyn StateReader,
         block: &PreparedBlock,
         because: InOrder,
     ) -> Result<BlockOutcome, ExecError> {
-        match execute_block_one_journal(state, &self.cfg, block)? {
-            Some(mut outcome) => {
-                outcome.stats.path = ExecPath::Journal { because };
-                outcome.stats.workers = self.workers.len() as u32;
-                Ok(outcome)
-            }
-            None => self.oracle(state, block, because),
-        }
-    }
-
-    /// The block on the sequential executor.
-    fn oracle(
-        &self,
-        state: &dyn StateReader,
-        block: &PreparedBlock,
-        because: InOrder,
-    ) -> Result<BlockOutcome, ExecError> {
-        let mut outcome = execute_block(state, &self.cfg, block)?;
-        outcome.stats.path = ExecPath::Sequential { because };
+        let mut outcome = execute_block_one_journal(state, &self.cfg, block)?;
+        outcome.stats.path = ExecPath::Journal { because };
         outcome.stats.workers = self.workers.len() as u32;
         Ok(outcome)
     }

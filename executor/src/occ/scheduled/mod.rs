@@ -29,7 +29,7 @@
 //! (`Plan::apply`: no code at either end, the expected nonce, funds for
 //! the maximum cost). If the first step fails, nothing was executed and
 //! the block may run on lanes; if the second does, the work is lost and
-//! the block runs on the sequential executor: the first step makes that
+//! the block runs on the one journal: the first step makes that
 //! rare (the node's admission already checked nonces and funds).
 
 mod execute;
@@ -66,7 +66,7 @@ use crate::{
 /// pays them (one at a time, in block order: revm's `reward_beneficiary`
 /// drops an add that would overflow, and touches the account, so a touched
 /// empty account is deleted); `None` where that would delete an existing
-/// account (its storage would be wiped: the oracle runs such a block).
+/// account (its storage would be wiped: the one journal runs such a block).
 fn coinbase_change(
     address: Address,
     base: Option<StoredAccount>,

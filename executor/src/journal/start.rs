@@ -1,26 +1,8 @@
-//! In-order execution with one revm journal for the whole block: the fast
-//! way to run a block that cannot run in parallel (a dependency chain, a
-//! small block).
-//!
-//! [`crate::sequential`] finalizes every transaction into a fresh state map
-//! and folds it into an overlay, as revm's `transact_commit` does. revm 43's
-//! journal can instead carry state from one transaction to the next
-//! (`transact_one`: warmth and EIP-2200 original values are reset per
-//! transaction by its transaction id, a rejected transaction is discarded),
-//! so an account or slot used by many transactions is loaded once per
-//! block, and nothing is allocated per transaction for state. The change set
-//! is read off the journal once, at the end.
-//!
-//! The journal does not delete an account between transactions, so the two
-//! differ where deletion is observable later in the same block: a contract
-//! created or self-destructed (a re-created address starts with empty
-//! storage), an account that existed at block start while empty (EIP-161
-//! would delete it, with any storage, when touched), and an EIP-7702
-//! authority that was touched while empty (the refund depends on whether it
-//! "existed"). Blocks with any of those are not run here ([`None`]); the
-//! caller runs them on the sequential executor. Everything else is equal to
-//! [`crate::sequential::execute_block`], and `tests/journal.rs` checks it on
-//! the randomized blocks.
+//! What a journal kept across a block's transactions stands on: the
+//! block-start state as revm's database ([`StartDb`], remembering what it
+//! served), each thread's tables kept from block to block, and the change
+//! set read off the journal at the block's end. Shared by the one journal
+//! (`journal/mod.rs`) and lanes (`occ/relay/`).
 
 use std::cell::Cell;
 
@@ -30,21 +12,15 @@ use alloy_primitives::{
     Address, B256, U256,
 };
 use revm::{
-    context::{journal::JournalInner, Context},
-    context_interface::result::EVMError,
+    context::journal::JournalInner,
     primitives::KECCAK_EMPTY,
     state::{Account, AccountInfo, Bytecode, EvmState, EvmStorage},
-    Database, DatabaseRef, ExecuteEvm, MainBuilder, MainContext,
+    Database, DatabaseRef,
 };
-use sluice_messages::{AccountChange, ChangeSet, PreparedBlock, PreparedTx};
+use sluice_messages::{AccountChange, ChangeSet, PreparedTx};
 use sluice_state::{Account as StoredAccount, StateReader};
 
-use crate::{
-    db::{account_info, deleted, normalize_code_hash, updated, CodeCache, DbError, StateDb},
-    env::{block_env, cfg_env},
-    sequential::Tally,
-    BlockOutcome, ExecConfig, ExecError,
-};
+use crate::db::{account_info, deleted, normalize_code_hash, updated, CodeCache, DbError, StateDb};
 
 /// Block-start state as revm's database, remembering what it served: the
 /// journal asks once per account and slot per block, so these are the
@@ -54,9 +30,18 @@ pub(crate) struct StartDb<'a> {
     accounts: AddressMap<Option<StoredAccount>>,
     slots: HashMap<(Address, U256), U256>,
     codes: CodeCache,
+    /// Served an account that existed empty since [`StartDb::took_empty`]
+    /// last asked.
+    served_empty: bool,
 }
 
 impl<'a> StartDb<'a> {
+    /// Whether an account that existed empty was served since the last
+    /// time this was asked (see `journal/mod.rs` for why it matters).
+    pub(crate) fn took_empty(&mut self) -> bool {
+        std::mem::take(&mut self.served_empty)
+    }
+
     /// Whether `address` was served, and existed empty at block start.
     pub(crate) fn served_empty(&self, address: &Address) -> bool {
         self.accounts.get(address).is_some_and(|a| a.is_some_and(|a| is_empty(&a)))
@@ -71,6 +56,7 @@ impl<'a> StartDb<'a> {
             accounts: tables.accounts,
             slots: tables.slots,
             codes: CodeCache::default(),
+            served_empty: false,
         }
     }
 
@@ -175,6 +161,7 @@ impl Database for StartDb<'_> {
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, DbError> {
         let account = self.db.reader().account(&address)?;
+        self.served_empty |= account.is_some_and(|a| is_empty(&a));
         self.accounts.insert(address, account);
         Ok(account.as_ref().map(account_info))
     }
@@ -199,70 +186,16 @@ impl Database for StartDb<'_> {
     }
 }
 
-/// Executes `block` on top of `state` in order on one journal, or `None`
-/// when the block does something this cannot reproduce exactly (see the
-/// module documentation): run it on [`crate::sequential::execute_block`].
-pub fn execute_block_one_journal(
-    state: &dyn StateReader,
-    cfg: &ExecConfig,
-    block: &PreparedBlock,
-) -> Result<Option<BlockOutcome>, ExecError> {
-    let header = &block.block.header;
-    // The tables are not sized for the block (two accounts per transaction
-    // at most): memory reserved and never used still costs a page fault per
-    // page touched, and measured, growing them as needed is faster (ERC-20
-    // transfers among 1,000 holders: ~5-20%; a counter every transaction
-    // increments, 5,000 senders: ~10%). They are the thread's from its last
-    // block, already grown to what that block needed (~1-2% measured).
-    let tables = take_tables();
-    let db = StartDb::with_tables(state, tables.start);
-    let mut evm = Context::mainnet()
-        .with_db(db)
-        .with_block(block_env(header, cfg.spec))
-        .with_cfg(cfg_env(cfg))
-        .build_mainnet();
-    let journal = &mut evm.ctx.journaled_state;
-    install(&mut journal.inner, &mut journal.database, tables.state, tables.hot)?;
-    crate::keccak::install(&mut evm.instruction);
-    let mut tally = Tally::new(block.txs.len());
-    for (i, prepared) in block.txs.iter().enumerate() {
-        crate::prefetch::ahead(&block.txs, i);
-        // Checked here rather than in a pass over the block first: that
-        // pass read every transaction from memory, ~50 us for 5,000. The
-        // thread keeps its tables all the same.
-        if sets_code(prepared) {
-            keep_tables(evm.finalize(), evm.ctx.journaled_state.database.take_tables());
-            return Ok(None);
-        }
-        let Some((tx, env)) = tally.applicable(prepared, header.gas_limit) else {
-            continue;
-        };
-        match evm.transact_one(env) {
-            Ok(result) => tally.applied(tx, header.base_fee, result),
-            Err(EVMError::Database(e)) => return Err(e.into()),
-            // Refused before execution: revm discarded the transaction's
-            // journal entries, as in the sequential executor.
-            Err(e) => tally.skipped.push((tx.hash, e.to_string())),
-        }
-    }
-    let state = evm.finalize();
-    let changes = change_set(&evm.ctx.journaled_state.database, &state)?;
-    keep_tables(state, evm.ctx.journaled_state.database.take_tables());
-    let Some(changes) = changes else {
-        return Ok(None);
-    };
-    Ok(Some(tally.outcome(changes)))
-}
-
 /// Whether the transaction is an EIP-7702 one: a journal kept across
-/// transactions cannot reproduce its refunds (see the module docs).
+/// transactions cannot reproduce its refunds (see `journal/mod.rs`).
 pub(crate) fn sets_code(tx: &PreparedTx) -> bool {
     matches!(tx, PreparedTx::Ready(t) if matches!(t.tx, TxEnvelope::Eip7702(_)))
 }
 
 /// The block's change set (as [`crate::sequential`] defines it) from the
 /// journal's end state, or `None` if an account was created or destroyed,
-/// or one that existed empty at block start was touched.
+/// or one that existed empty at block start was touched: then deletions
+/// were observable within the block, and the journal must have settled.
 pub(crate) fn change_set(
     db: &StartDb<'_>,
     state: &revm::state::EvmState,

@@ -296,11 +296,11 @@ def pipeline():
 
     d.row("Executor")
     d.ts("Blocks by execution path", "Blocks by the path that executed them: scheduled transfers and "
-         "lanes (parallel), the one journal and the sequential executor (in order).",
+         "lanes (parallel), the one journal (in order, and whatever the parallel paths give up on).",
          [t(rate("sluice_occ_blocks_total", by="path"), "{{path}}")], BLOCKPS, w=8,
          custom={"stacking": {"mode": "normal", "group": "A"}})
     d.ts("In-order share", "Share of blocks run in order, by why: small blocks, one worker, "
-         "the chooser, what lanes do not model, contention.",
+         "what the parallel paths do not model, contention.",
          [t(rate("sluice_occ_blocks_total", extra='reason!=""', by="reason")
             + " / ignoring(reason) group_left sum(" + rate("sluice_occ_blocks_total") + ")", "{{reason}}")],
          "percentunit", w=8,

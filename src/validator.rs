@@ -164,7 +164,7 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         },
         max_exec_lag_blocks: c.max_exec_lag_blocks,
         max_pending_acks: c.max_pending_acks,
-        worker_threads: c.worker_threads,
+        worker_threads: c.worker_threads(),
         coinbase: cfg.chain.coinbase,
         genesis: genesis_block,
         genesis_app_hash,

@@ -72,9 +72,10 @@ pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.
 pub const PREPARE_SECONDS: &str = "sluice_prepare_block_seconds";
 /// Blocks executed, by path (label `path`: `scheduled`, `lanes`,
-/// `journal`, `sequential`) and, for the in-order paths, why (label
-/// `reason`: `configured`, `small_block`, `adaptive`, `unsupported`,
-/// `contention`; absent on the parallel paths).
+/// `journal`; `sequential` only for a node configured with the oracle)
+/// and, for the in-order paths, why (label `reason`: `configured`,
+/// `small_block`, `unsupported`, `contention`; absent on the parallel
+/// paths).
 pub const OCC_BLOCKS: &str = "sluice_occ_blocks_total";
 /// Transactions executed again on lanes, because a chunk before theirs
 /// changed what they read.
@@ -242,10 +243,7 @@ fn describe() {
     );
     describe_histogram!(EXECUTE_SECONDS, Unit::Seconds, "Time to execute one block");
     describe_histogram!(PREPARE_SECONDS, Unit::Seconds, "Time to prepare one block");
-    describe_counter!(
-        OCC_BLOCKS,
-        "Blocks executed, by path (scheduled, lanes, journal, sequential) and why in order"
-    );
+    describe_counter!(OCC_BLOCKS, "Blocks executed, by path (scheduled, lanes, journal) and why in order");
     describe_counter!(OCC_RERUNS, "Transactions executed again on lanes");
     describe_counter!(
         OCC_SETTLES,

@@ -289,18 +289,17 @@ impl Node {
         let finalize_arbiter = Arbiter::new();
         {
             let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
-            let (workers, min_txs, explore) =
-                (p.execute_workers, p.occ_min_block_txs, p.occ_explore_every_blocks);
+            let (workers, min_txs) = (p.execute_workers(), p.occ_min_block_txs);
             Finalizer::start_in_arbiter(&finalize_arbiter.handle(), move |_| {
-                // The OCC executor runs small blocks sequentially itself and
+                // The OCC executor runs small blocks in order itself and
                 // equals the sequential executor on every block.
-                let occ = OccExecutor::new(exec, workers, min_txs).with_adaptive(explore);
+                let occ = OccExecutor::new(exec, workers, min_txs);
                 Finalizer::new(Box::new(occ), store, committed, commit_tx, execute_rx)
             });
         }
         let prepare_arbiter = Arbiter::new();
         {
-            let (cache, chain_id, workers) = (Arc::clone(&cache), cfg.chain.chain_id, p.prepare_workers);
+            let (cache, chain_id, workers) = (Arc::clone(&cache), cfg.chain.chain_id, p.prepare_workers());
             let store = Arc::clone(&store);
             Preparer::start_in_arbiter(&prepare_arbiter.handle(), move |_| {
                 Preparer::new(cache, store, chain_id, workers, execute_tx, prepare_rx)
@@ -366,7 +365,7 @@ impl Node {
         }
 
         let (recovery, recovery_probe) =
-            Recovery::start(p.recovery_workers, p.recovery_queue_txs, rules.clone())
+            Recovery::start(p.recovery_workers(), p.recovery_queue_txs, rules.clone())
                 .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
         probes.push(recovery_probe);
         let sync = Arc::new(rpc::sync::SyncStatus::default());

@@ -29,6 +29,12 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+/// The machine's cores (1 if unknown): the thread pools' size where the
+/// configuration leaves it out.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 /// EVM rule set (defined in `sluice-messages`, shared by every stage).
 pub use sluice_messages::Spec;
 
@@ -104,7 +110,7 @@ impl Default for Config {
             },
             rpc: RpcConfig {
                 addr: SocketAddr::from(([127, 0, 0, 1], 8545)),
-                workers: 2,
+                workers: None,
                 max_request_body_bytes: 5 * 1024 * 1024,
                 max_batch_len: 1000,
                 max_response_bytes: 25 * 1024 * 1024,
@@ -153,13 +159,12 @@ impl Default for Config {
                 prepare_mailbox_blocks: 2,
                 prepare_ahead_blocks: 2,
                 commit_mailbox_blocks: 2,
-                prepare_workers: 2,
-                recovery_workers: 2,
+                prepare_workers: None,
+                recovery_workers: None,
                 recovery_queue_txs: 4096,
                 prepared_cache_txs: 131_072,
-                execute_workers: 2,
+                execute_workers: None,
                 occ_min_block_txs: 64,
-                occ_explore_every_blocks: 8,
             },
             store: StoreConfig {
                 data_dir: PathBuf::from("./sluice-data"),
@@ -193,7 +198,7 @@ impl Default for Config {
                 empty_block_wait_ms: 1000,
                 max_exec_lag_blocks: 8,
                 max_pending_acks: 16,
-                worker_threads: 2,
+                worker_threads: None,
                 votes_per_second_per_peer: 1024,
                 blocks_per_second_per_peer: 128,
                 gossip_batches_per_second_per_peer: 400,
@@ -273,7 +278,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 40] = [
+        let positive: [(&str, u64); 41] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -284,7 +289,7 @@ impl Config {
             ("store.code_cache_bytes", self.store.code_cache_bytes),
             ("chain.chain_id", self.chain.chain_id),
             ("chain.block_gas_limit", self.chain.block_gas_limit),
-            ("rpc.workers", self.rpc.workers as u64),
+            ("rpc.workers", self.rpc.workers() as u64),
             ("rpc.max_request_body_bytes", self.rpc.max_request_body_bytes as u64),
             ("rpc.max_batch_len", self.rpc.max_batch_len as u64),
             ("rpc.max_response_bytes", self.rpc.max_response_bytes as u64),
@@ -311,8 +316,9 @@ impl Config {
             ("pipeline.shard_mailbox_msgs", self.pipeline.shard_mailbox_msgs as u64),
             ("pipeline.prepare_ahead_blocks", self.pipeline.prepare_ahead_blocks as u64),
             ("pipeline.commit_mailbox_blocks", self.pipeline.commit_mailbox_blocks as u64),
-            ("pipeline.prepare_workers", self.pipeline.prepare_workers as u64),
-            ("pipeline.recovery_workers", self.pipeline.recovery_workers as u64),
+            ("pipeline.prepare_workers", self.pipeline.prepare_workers() as u64),
+            ("pipeline.recovery_workers", self.pipeline.recovery_workers() as u64),
+            ("pipeline.execute_workers", self.pipeline.execute_workers() as u64),
             ("pipeline.recovery_queue_txs", self.pipeline.recovery_queue_txs as u64),
         ];
         for (name, value) in positive {
@@ -385,7 +391,7 @@ impl Config {
             ("consensus.p2p_reconnect_cooldown_ms", c.p2p_reconnect_cooldown_ms),
             ("consensus.max_exec_lag_blocks", c.max_exec_lag_blocks),
             ("consensus.max_pending_acks", c.max_pending_acks as u64),
-            ("consensus.worker_threads", c.worker_threads as u64),
+            ("consensus.worker_threads", c.worker_threads() as u64),
             ("consensus.votes_per_second_per_peer", u64::from(c.votes_per_second_per_peer)),
             ("consensus.blocks_per_second_per_peer", u64::from(c.blocks_per_second_per_peer)),
             ("consensus.gossip_batches_per_second_per_peer", u64::from(c.gossip_batches_per_second_per_peer)),
@@ -508,6 +514,30 @@ mod tests {
         let env = vec![("SLUICE_PIPELINE__PREPARED_CACHE_TXS".to_string(), "1000".to_string())];
         let err = Config::load(None, env, &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("prepared_cache_txs"), "{err}");
+        // A pool of no threads would never run anything.
+        let env = vec![("SLUICE_PIPELINE__EXECUTE_WORKERS".to_string(), "0".to_string())];
+        let err = Config::load(None, env, &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("execute_workers"), "{err}");
+        // A key that no longer exists is an error, not ignored.
+        std::fs::write(&file, "[pipeline]\nocc_explore_every_blocks = 8\n").unwrap();
+        assert!(Config::load(Some(&file), no_env(), &Overrides::default()).is_err());
+    }
+
+    #[test]
+    fn thread_pools_are_one_per_core_unless_configured() {
+        let cfg = Config::load(None, no_env(), &Overrides::default()).unwrap();
+        let cores = cores();
+        assert_eq!(cfg.rpc.workers(), cores);
+        assert_eq!(cfg.pipeline.prepare_workers(), cores);
+        assert_eq!(cfg.pipeline.recovery_workers(), cores);
+        assert_eq!(cfg.pipeline.execute_workers(), cores);
+        let env = vec![
+            ("SLUICE_RPC__WORKERS".to_string(), "3".to_string()),
+            ("SLUICE_PIPELINE__EXECUTE_WORKERS".to_string(), "5".to_string()),
+        ];
+        let cfg = Config::load(None, env, &Overrides::default()).unwrap();
+        assert_eq!((cfg.rpc.workers(), cfg.pipeline.execute_workers()), (3, 5));
+        assert_eq!(cfg.pipeline.prepare_workers(), cores, "the others stay one per core");
     }
 
     #[test]

@@ -66,8 +66,9 @@ pub struct ChainConfig {
 pub struct RpcConfig {
     /// Listen address.
     pub addr: SocketAddr,
-    /// HTTP worker threads.
-    pub workers: usize,
+    /// HTTP worker threads; absent: one per core (see
+    /// [`RpcConfig::workers`]).
+    pub workers: Option<usize>,
     /// Largest request body.
     pub max_request_body_bytes: usize,
     /// Most calls per batch.
@@ -130,6 +131,11 @@ pub struct RpcConfig {
 }
 
 impl RpcConfig {
+    /// HTTP worker threads: as configured, else one per core.
+    pub fn workers(&self) -> usize {
+        self.workers.unwrap_or_else(crate::cores)
+    }
+
     /// Whether a page served from `origin` may call the node (CORS on HTTP,
     /// the `Origin` of a WebSocket handshake).
     pub fn cors_allows(&self, origin: &str) -> bool {
@@ -207,25 +213,38 @@ pub struct PipelineConfig {
     pub prepare_ahead_blocks: usize,
     /// Executed blocks waiting for commit.
     pub commit_mailbox_blocks: usize,
-    /// Hashing and recovery threads.
-    pub prepare_workers: usize,
+    /// Hashing and recovery threads; absent: one per core.
+    pub prepare_workers: Option<usize>,
     /// Threads checking submitted transactions and recovering their
-    /// senders (admission's recovery stage).
-    pub recovery_workers: usize,
+    /// senders (admission's recovery stage); absent: one per core.
+    pub recovery_workers: Option<usize>,
     /// Submitted transactions waiting for recovery; past it submissions are
     /// answered `txpool is full`.
     pub recovery_queue_txs: usize,
     /// Prepared-transaction cache entries.
     pub prepared_cache_txs: usize,
-    /// Parallel executor worker threads.
-    pub execute_workers: usize,
+    /// Parallel executor worker threads; absent: one per core.
+    pub execute_workers: Option<usize>,
     /// Smallest block executed in parallel.
     pub occ_min_block_txs: usize,
-    /// With 2+ workers, blocks of contract calls run on lanes or in order,
-    /// whichever was faster per gas recently; every this many blocks the
-    /// other is tried (up to 4x less often while tries agree with the
-    /// choice). 0: always lanes.
-    pub occ_explore_every_blocks: u32,
+}
+
+impl PipelineConfig {
+    /// Block preparation's hashing and recovery threads: as configured,
+    /// else one per core.
+    pub fn prepare_workers(&self) -> usize {
+        self.prepare_workers.unwrap_or_else(crate::cores)
+    }
+
+    /// Admission's recovery threads: as configured, else one per core.
+    pub fn recovery_workers(&self) -> usize {
+        self.recovery_workers.unwrap_or_else(crate::cores)
+    }
+
+    /// The parallel executor's threads: as configured, else one per core.
+    pub fn execute_workers(&self) -> usize {
+        self.execute_workers.unwrap_or_else(crate::cores)
+    }
 }
 
 /// Chain data.
@@ -317,8 +336,8 @@ pub struct ConsensusConfig {
     pub max_exec_lag_blocks: u64,
     /// Finalized blocks handed to execution and not yet committed.
     pub max_pending_acks: usize,
-    /// Threads of the consensus runtime.
-    pub worker_threads: usize,
+    /// Threads of the consensus runtime; absent: one per core.
+    pub worker_threads: Option<usize>,
     /// Messages per second from one peer on the vote and certificate
     /// channels.
     pub votes_per_second_per_peer: u32,
@@ -340,4 +359,11 @@ pub struct ConsensusConfig {
     /// past it a transaction is not sent (it is still proposed when this
     /// validator leads), counted in `sluice_gossip_unsent_txs_total`.
     pub gossip_queue_txs: usize,
+}
+
+impl ConsensusConfig {
+    /// Threads of the consensus runtime: as configured, else one per core.
+    pub fn worker_threads(&self) -> usize {
+        self.worker_threads.unwrap_or_else(crate::cores)
+    }
 }

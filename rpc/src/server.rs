@@ -32,7 +32,7 @@ pub fn start(state: SharedState) -> std::io::Result<(std::net::SocketAddr, Serve
             // line saying what this port is.
             .route("/", web::get().to(super::ws::get))
     })
-    .workers(limits.workers)
+    .workers(limits.workers())
     .max_connections(limits.max_connections_per_worker)
     .keep_alive(Duration::from_millis(limits.keep_alive_ms))
     .client_request_timeout(Duration::from_millis(limits.client_request_timeout_ms))

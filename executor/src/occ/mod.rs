@@ -20,35 +20,44 @@
 //!   self-destructs, EIP-7702, accounts empty at block start touched) and
 //!   on contention (most of the first chunks' transactions re-ran).
 //! - **In order** on one journal ([`crate::journal`]) for blocks below
-//!   `min_parallel_txs`, with one worker, and when the chooser
-//!   (`adaptive.rs`) measured in order to be faster per gas than lanes
-//!   lately (on two cores with the other one busy, cheap contract calls
-//!   run faster on one journal than on two lanes).
+//!   `min_parallel_txs`, with one worker, and whatever the paths above
+//!   give up on.
 //!
 //! A multi-version (Block-STM) engine ran here until it no longer won a
 //! measured workload: lanes beat it on every contract workload of the
 //! bench, and what lanes decline it ran no faster than in order. Git has
 //! it (`executor/src/occ/engine.rs` before the commit that removed it).
 
-mod adaptive;
 mod fee;
 mod relay;
 mod scheduled;
 mod threads;
 mod transfer;
 
-use std::{sync::Mutex, time::Instant};
+use std::sync::Mutex;
 
-use adaptive::{Chooser, Mode};
 use sluice_messages::PreparedBlock;
 use sluice_state::StateReader;
-use threads::{lock, Workers};
+use threads::Workers;
 
 use crate::{
     journal::execute_block_one_journal,
     stats::{ExecPath, InOrder},
     BlockExecutor, BlockOutcome, ExecConfig, ExecError,
 };
+
+/// How a parallel path's attempt at a block ended.
+pub(crate) enum Attempt {
+    /// The block's outcome.
+    Done(BlockOutcome),
+    /// The path does not apply to the block (not all plain transfers, or
+    /// its threads could not be started): nothing was executed, another
+    /// path may run it.
+    NotMine,
+    /// The path gave up, for this reason: the block runs in order on the
+    /// one journal.
+    Declined(InOrder),
+}
 
 /// The parallel executor behind [`BlockExecutor`].
 #[derive(Debug)]
@@ -59,15 +68,11 @@ pub struct OccExecutor {
     /// Allocations kept from block to block for plain transfers: reusing
     /// them saves allocation and page faults on every block.
     scratch: Mutex<scheduled::Scratch>,
-    /// Whether blocks of contract calls run on lanes or in order (always
-    /// lanes unless [`OccExecutor::with_adaptive`]).
-    chooser: Mutex<Chooser>,
 }
 
 impl Clone for OccExecutor {
     fn clone(&self) -> Self {
         Self::new(self.cfg, self.workers.len(), self.min_parallel_txs)
-            .with_adaptive(lock(&self.chooser).explore_every_blocks())
     }
 }
 
@@ -80,24 +85,7 @@ impl OccExecutor {
     /// least 1) that runs blocks of fewer than `min_parallel_txs`
     /// transactions in order.
     pub fn new(cfg: ExecConfig, workers: usize, min_parallel_txs: usize) -> Self {
-        OccExecutor {
-            cfg,
-            workers: Workers::new(workers),
-            min_parallel_txs,
-            scratch: Mutex::default(),
-            chooser: Mutex::new(Chooser::new(0)),
-        }
-    }
-
-    /// Lets the executor choose, per block of contract calls, between lanes
-    /// and in order on one journal: whichever was faster per gas in recent
-    /// explorations (each compared with the blocks around it), the other
-    /// every `explore_every_blocks` blocks, or up to 4x less often while
-    /// tries agree (0: always lanes, the default). Both are exact; see
-    /// `occ/adaptive.rs` for why this is measured rather than predicted.
-    pub fn with_adaptive(mut self, explore_every_blocks: u32) -> Self {
-        self.chooser = Mutex::new(Chooser::new(explore_every_blocks));
-        self
+        OccExecutor { cfg, workers: Workers::new(workers), min_parallel_txs, scratch: Mutex::default() }
     }
 
     /// An executor with one worker per available core and the default
@@ -125,49 +113,21 @@ impl OccExecutor {
         state: &dyn StateReader,
         block: &PreparedBlock,
     ) -> Result<BlockOutcome, ExecError> {
-        let because = if block.txs.len() < self.min_parallel_txs {
-            InOrder::SmallBlock
-        } else if let Some(outcome) = self.scheduled(state, block)? {
-            return Ok(outcome);
-        } else if self.workers.len() == 1 {
+        if block.txs.len() < self.min_parallel_txs {
+            return self.in_order(state, block, InOrder::SmallBlock);
+        }
+        let attempt = match scheduled::run(state, &self.cfg, block, &self.workers, &self.scratch)? {
             // Lanes on one thread would be one journal plus bookkeeping.
-            InOrder::Configured
-        } else {
-            let mode = lock(&self.chooser).choose();
-            if mode == Mode::Lanes {
-                let start = Instant::now();
-                return match relay::run(state, &self.cfg, block, &self.workers)? {
-                    Ok(outcome) => {
-                        lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed());
-                        Ok(outcome)
-                    }
-                    Err(because) => {
-                        let outcome = self.in_order(state, block, because)?;
-                        lock(&self.chooser).record_given_up(outcome.gas_used, start.elapsed());
-                        Ok(outcome)
-                    }
-                };
-            }
-            let start = Instant::now();
-            let outcome = self.in_order(state, block, InOrder::Adaptive)?;
-            lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed());
-            return Ok(outcome);
+            Attempt::NotMine if self.workers.len() == 1 => Attempt::Declined(InOrder::Configured),
+            Attempt::NotMine => relay::run(state, &self.cfg, block, &self.workers)?,
+            attempt => attempt,
         };
-        self.in_order(state, block, because)
-    }
-
-    /// The block scheduled if it is all plain transfers (in order if state
-    /// rules one out once it runs); `None` if it is not.
-    fn scheduled(
-        &self,
-        state: &dyn StateReader,
-        block: &PreparedBlock,
-    ) -> Result<Option<BlockOutcome>, ExecError> {
-        Ok(match scheduled::run(state, &self.cfg, block, &self.workers, &self.scratch)? {
-            scheduled::Attempt::Done(outcome) => Some(outcome),
-            scheduled::Attempt::GaveUp => Some(self.in_order(state, block, InOrder::Unsupported)?),
-            scheduled::Attempt::NotTransfers => None,
-        })
+        match attempt {
+            Attempt::Done(outcome) => Ok(outcome),
+            Attempt::Declined(because) => self.in_order(state, block, because),
+            // (Lanes take every block.)
+            Attempt::NotMine => self.in_order(state, block, InOrder::Unsupported),
+        }
     }
 
     /// The block in order on one journal.

@@ -3,9 +3,8 @@
 //! chunk.
 //!
 //! Handing results between cores per transaction (as a multi-version
-//! engine does) costs, on this project's 2-core machines, about as much as
-//! a cheap contract call (~1 us): two such workers lost to one journal on
-//! ERC-20 transfers. Here the unit of hand-off is a chunk of [`CHUNK_TXS`]
+//! engine does) costs about as much as a cheap contract call (~1 us
+//! measured): two such workers lost to one journal on ERC-20 transfers. Here the unit of hand-off is a chunk of [`CHUNK_TXS`]
 //! transactions. Chunk `k` belongs to worker `k mod n`, which keeps a
 //! revm journal across its chunks as its replica of the block state:
 //!
@@ -35,10 +34,10 @@
 //!
 //! The last chunk's worker then holds the block's end state, and the change
 //! set is read off its journal as the one-journal executor does. Lanes
-//! decline (and the block runs in order) what a persistent journal cannot
-//! reproduce: creations, self-destructs, code changes, EIP-7702, touched
-//! accounts empty at block start; and a transaction over the block's gas
-//! left.
+//! decline (and the block runs in order on the one journal, which settles
+//! where it must) what their kept journals cannot reproduce: creations,
+//! self-destructs, code changes, EIP-7702, touched accounts empty at block
+//! start; and a transaction over the block's gas left.
 
 mod entry;
 mod finalize;
@@ -60,7 +59,10 @@ use lane::{Lane, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
 use sluice_state::StateReader;
 
-use super::threads::{lock, wait_until, Workers};
+use super::{
+    threads::{lock, wait_until, Workers},
+    Attempt,
+};
 use crate::{
     sequential::receipt,
     stats::{ExecPath, ExecStats, InOrder},
@@ -131,14 +133,14 @@ struct Gathered {
 
 /// Executes `block` on lanes, or says why lanes declined it: `Unsupported`
 /// (something they do not model), `Contention` (most transactions had to
-/// run again: in order is faster). Either way the block runs another way,
+/// run again: in order is faster). Either way the block runs in order,
 /// with the same result.
 pub(crate) fn run(
     state: &dyn StateReader,
     cfg: &ExecConfig,
     block: &PreparedBlock,
     workers: &Workers,
-) -> Result<Result<BlockOutcome, InOrder>, ExecError> {
+) -> Result<Attempt, ExecError> {
     let start = Instant::now();
     let n = workers.len();
     let shared = Shared {
@@ -173,11 +175,11 @@ pub(crate) fn run(
         return Err(e);
     }
     if let Some(reason) = *lock(&shared.declined) {
-        return Ok(Err(reason));
+        return Ok(Attempt::Declined(reason));
     }
     // No worker threads could be started, or (a bug) no change set.
     let (Some(()), Some(changes)) = (done.map(|_| ()), lock(&shared.changes).take()) else {
-        return Ok(Err(InOrder::Unsupported));
+        return Ok(Attempt::Declined(InOrder::Unsupported));
     };
     let speculate = start.elapsed();
     // Every lane builds its chunks' receipts before it returns; the last
@@ -191,7 +193,7 @@ pub(crate) fn run(
         let Some(chunk) = chunk.into_inner() else { break };
         if k >= next {
             // (A bug: a chunk without receipts.) The block runs another way.
-            return Ok(Err(InOrder::Unsupported));
+            return Ok(Attempt::Declined(InOrder::Unsupported));
         }
         skipped.extend(chunk.skipped);
         gas_used = chunk.gas_used;
@@ -200,7 +202,7 @@ pub(crate) fn run(
     // Every transaction has a receipt or was skipped, or (a bug) the
     // chunks did not cover the block: it runs another way.
     if receipts.len() + skipped.len() != block.txs.len() {
-        return Ok(Err(InOrder::Unsupported));
+        return Ok(Attempt::Declined(InOrder::Unsupported));
     }
     let stats = ExecStats {
         path: ExecPath::Lanes,
@@ -210,7 +212,7 @@ pub(crate) fn run(
         validate: Duration::from_nanos(shared.finalize_ns.into_inner()),
         ..ExecStats::default()
     };
-    Ok(Ok(BlockOutcome { receipts, skipped, gas_used, changes, stats }))
+    Ok(Attempt::Done(BlockOutcome { receipts, skipped, gas_used, changes, stats }))
 }
 
 impl Shared<'_> {

@@ -55,10 +55,11 @@ use plan::{Planning, Schedule};
 use super::{
     threads::{lock, Gate, Workers},
     transfer::{AccountValue, Rules, TRANSFER_GAS},
+    Attempt,
 };
 use crate::{
     db::DbError,
-    stats::{ExecPath, ExecStats},
+    stats::{ExecPath, ExecStats, InOrder},
     BlockOutcome, ExecConfig,
 };
 
@@ -136,18 +137,6 @@ pub(crate) struct Scratch {
     last: Vec<Padded<Mutex<AddressMap<u32>>>>,
 }
 
-/// How an attempt to run a block scheduled ended.
-pub(crate) enum Attempt {
-    /// The block's outcome.
-    Done(BlockOutcome),
-    /// Not a block of plain transfers (or the threads could not be
-    /// started): nothing was executed, another path may run it.
-    NotTransfers,
-    /// State ruled a transfer out while the block was running: the work
-    /// so far is lost and the block runs in order.
-    GaveUp,
-}
-
 /// Executes `block` this way on `threads`, or says why not.
 pub(crate) fn run(
     reader: &dyn StateReader,
@@ -162,7 +151,7 @@ pub(crate) fn run(
     match block.txs.first() {
         None => {}
         Some(PreparedTx::Ready(tx)) if super::transfer::plan(&rules, tx).is_some() => {}
-        Some(_) => return Ok(Attempt::NotTransfers),
+        Some(_) => return Ok(Attempt::NotMine),
     }
     let mut guard = lock(scratch);
     let Scratch { accounts, last } = &mut *guard;
@@ -309,15 +298,15 @@ fn run_with(
         Ok(Some(share))
     });
     let Some(shares) = shares else {
-        return Ok(Attempt::NotTransfers);
+        return Ok(Attempt::NotMine);
     };
     // A worker's database error wins over the others' giving up, which it
     // caused.
     let shares: Vec<Option<Share>> = shares.into_iter().collect::<Result<_, _>>()?;
     let Some(shares) = shares.into_iter().collect::<Option<Vec<Share>>>() else {
         return Ok(match abandon.0.load(Ordering::Acquire) < EXECUTE {
-            true => Attempt::NotTransfers,
-            false => Attempt::GaveUp,
+            true => Attempt::NotMine,
+            false => Attempt::Declined(InOrder::Unsupported),
         });
     };
     let (mut receipts, mut changes, mut planned, mut executed) = (None, None, Duration::ZERO, Duration::ZERO);
@@ -329,7 +318,7 @@ fn run_with(
     }
     let (Some(receipts), Some(accounts)) = (receipts, changes) else {
         // (A bug: no worker built them.) Nothing is lost but time.
-        return Ok(Attempt::GaveUp);
+        return Ok(Attempt::Declined(InOrder::Unsupported));
     };
     let stats = ExecStats {
         path: ExecPath::Scheduled,

@@ -289,7 +289,7 @@ def pipeline():
                      "properties": [{"id": "unit", "value": "cps"}, {"id": "custom.axisPlacement", "value": "right"}]}])
     d.ts("Preparation time by phase (p99)", "Hashing, cache lookup and sender recovery per block.",
          [t(quantile(0.99, "sluice_prepare_phase_seconds", by="phase"), "{{phase}}")], "s", w=6)
-    d.ts("Prepared ahead of execution", "Prepared blocks waiting for the finalizer "
+    d.ts("Prepared ahead of execution", "Prepared blocks waiting for the execution stage "
          "(bounded by pipeline.prepare_ahead_blocks). At the bound, execution is the bottleneck; "
          "at 0 under load, preparation is.",
          [t(f"sluice_prepare_blocks_ahead{sel()}", "blocks ahead")], BLOCKS, w=6)
@@ -460,7 +460,7 @@ def consensus():
          "put back at the front of its mempool.",
          [t(f"sum({rate('sluice_consensus_requeued_txs_total')})", "put back")], TXPS, w=8)
     d.ts("Empty proposals", "Proposals made empty on purpose: execution too far behind (exec_lag), or an "
-         "own proposal unresolved on another branch (lane).",
+         "own proposal unresolved on another branch (unresolved).",
          [t(rate("sluice_consensus_empty_proposals_total", by="reason"), "{{reason}}")], BLOCKPS, w=8)
     d.ts("Views nullified", "Views that ended without a block (leader slow, down or cut off), per second.",
          [t(f"sum({rate('sluice_consensus_nullified_views_total')})", "nullified")], "cps", w=8)

@@ -7,12 +7,12 @@ use std::{net::IpAddr, path::PathBuf, sync::Arc, time::Duration};
 use alloy_primitives::{Bytes, B256};
 use anyhow::{bail, Context as _};
 use clap::Args;
-use sluice_actors::{Parent, ValidatorPort};
+use sluice_actors::ValidatorPort;
 use sluice_config::Config;
 use sluice_consensus::{
     testnet::{self, TestnetSpec},
     validators::{load_key, ValidatorSet},
-    Backend, BuildRequest, Built, Closed, GossipLimits, LinkTimeouts, OnCommit, Rules, Timeouts,
+    Backend, BuildRequest, Built, GossipLimits, LinkTimeouts, OnCommit, PipelineClosed, Rules, Timeouts,
     ValidatorConfig,
 };
 use sluice_messages::{RecoveredTx, SealedBlock};
@@ -24,18 +24,15 @@ pub(crate) struct ActorBackend(pub(crate) ValidatorPort);
 
 impl Backend for ActorBackend {
     async fn build(&self, req: BuildRequest) -> Option<Built> {
-        let parent =
-            Parent { number: req.parent.number, hash: req.parent.hash, timestamp: req.parent.timestamp };
-        let reply = self.0.build(parent, req.timestamp, Some(req.state_ref), req.exclude).await?;
-        Some(Built { block: reply.block, txs: reply.txs })
+        self.0.build(req.parent, req.timestamp, Some(req.state_ref), req.exclude).await
     }
 
     async fn restore(&self, txs: Vec<RecoveredTx>) {
         self.0.restore(txs).await;
     }
 
-    async fn deliver(&self, block: Arc<SealedBlock>, on_commit: OnCommit) -> Result<(), Closed> {
-        self.0.deliver(block, on_commit).await.map_err(|_| Closed)
+    async fn deliver(&self, block: Arc<SealedBlock>, on_commit: OnCommit) -> Result<(), PipelineClosed> {
+        self.0.deliver(block, on_commit).await
     }
 
     fn committed(&self) -> watch::Receiver<u64> {

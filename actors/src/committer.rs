@@ -2,7 +2,7 @@
 //!
 //! Runs alone on its own OS thread. Commits executed blocks in order,
 //! chaining the app hash; then publishes the committed height (the
-//! finalizer drops the block from its overlay, RPC serves it), forgets the
+//! executor drops the block from its overlay, RPC serves it), forgets the
 //! block's transactions from the in-flight index, tells the nonce actor
 //! which senders progressed, and fires the block's [`Delivery`], if any
 //! (also when a retry finds the block already committed; never for a block
@@ -11,7 +11,7 @@
 //! [`Delivery`]: crate::protocol::Delivery
 //!
 //! A failed commit is latched by the store: this actor then refuses every
-//! later block, the finalizer stops executing, reads keep working, and the
+//! later block, the execution stage stops executing, reads keep working, and the
 //! error is in the logs and in `sluice_store_halted`.
 //!
 //! Faults are handled by [`run_blocking`]. An injected error strikes before

@@ -41,8 +41,8 @@ pub enum Site {
     Producer,
     /// Block preparation.
     Preparer,
-    /// The finalizer (ordered execution).
-    Finalizer,
+    /// The execution stage (ordered execution).
+    Executor,
     /// Store commit.
     Committer,
 }
@@ -55,7 +55,7 @@ impl Site {
         Site::MempoolShard,
         Site::Producer,
         Site::Preparer,
-        Site::Finalizer,
+        Site::Executor,
         Site::Committer,
     ];
 
@@ -67,7 +67,7 @@ impl Site {
             Site::MempoolShard => "mempool_shard",
             Site::Producer => "producer",
             Site::Preparer => "preparer",
-            Site::Finalizer => "finalizer",
+            Site::Executor => "executor",
             Site::Committer => "committer",
         }
     }
@@ -133,7 +133,7 @@ pub struct Spec {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FaultError {
     /// No such site.
-    #[error("unknown failpoint site {0:?}; sites: admission, nonce, mempool_shard[.N], producer, preparer, finalizer, committer")]
+    #[error("unknown failpoint site {0:?}; sites: admission, nonce, mempool_shard[.N], producer, preparer, executor, committer")]
     UnknownSite(String),
     /// The action is not one of the known ones, or is malformed.
     #[error("invalid failpoint action {0:?}; actions: panic, error, delay(MS), drop, stall(MS), off, each optionally *K")]
@@ -156,7 +156,7 @@ static POINTS: [Failpoint; 7] = [
     Failpoint::new(Site::MempoolShard),
     Failpoint::new(Site::Producer),
     Failpoint::new(Site::Preparer),
-    Failpoint::new(Site::Finalizer),
+    Failpoint::new(Site::Executor),
     Failpoint::new(Site::Committer),
 ];
 
@@ -355,10 +355,10 @@ mod tests {
 
     #[test]
     fn specs_parse_with_counts_shards_and_durations() {
-        let got = parse_list("finalizer=panic*2; mempool_shard.1=delay(50) ,committer=off").unwrap();
+        let got = parse_list("executor=panic*2; mempool_shard.1=delay(50) ,committer=off").unwrap();
         assert_eq!(
             got[0],
-            (Site::Finalizer, Some(Spec { action: Action::Panic, remaining: Some(2), shard: None }))
+            (Site::Executor, Some(Spec { action: Action::Panic, remaining: Some(2), shard: None }))
         );
         let delay = Action::Delay(Duration::from_millis(50));
         assert_eq!(
@@ -368,8 +368,8 @@ mod tests {
         assert_eq!(got[2], (Site::Committer, None));
         for bad in [
             "nowhere=panic",
-            "finalizer=explode",
-            "finalizer",
+            "executor=explode",
+            "executor",
             "producer.1=drop",
             "preparer=delay",
             "nonce=drop*0",

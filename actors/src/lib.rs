@@ -12,7 +12,7 @@
 //! - [`protocol`]: the messages each actor accepts.
 //! - [`mailbox`]: bounded mailboxes with depth metrics.
 //! - [`admission`], [`recovery`], [`nonce`], [`shard`], [`producer`], [`preparer`],
-//!   [`finalizer`], [`committer`]: the stages, one actor per file.
+//!   [`executor`], [`committer`]: the stages, one actor per file.
 //! - [`rpc`]: the JSON-RPC server (the `sluice-rpc` crate), which reaches
 //!   the pipeline through [`admission::Admission`].
 //! - [`metrics`]: metric names and the Prometheus exporter.
@@ -22,8 +22,8 @@
 
 pub mod admission;
 pub mod committer;
+pub mod executor;
 pub mod faults;
-pub mod finalizer;
 pub mod mailbox;
 pub mod metrics;
 pub mod node;
@@ -42,6 +42,6 @@ pub mod shard;
 pub mod supervise;
 
 pub use node::{build_genesis, Node, NodeError};
-pub use port::{PortClosed, ValidatorPort};
+pub use port::ValidatorPort;
 pub use producer::ProducerMode;
-pub use protocol::{BuildReply, Delivery, Parent};
+pub use protocol::Delivery;

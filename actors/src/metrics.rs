@@ -90,7 +90,7 @@ pub const OCC_PHASE_SECONDS: &str = "sluice_occ_phase_seconds";
 /// Time of each phase of block preparation (label `phase`: hash, lookup,
 /// recover).
 pub const PREPARE_PHASE_SECONDS: &str = "sluice_prepare_phase_seconds";
-/// Prepared blocks waiting for the finalizer.
+/// Prepared blocks waiting for the execution stage.
 pub const PREPARED_AHEAD: &str = "sluice_prepare_blocks_ahead";
 /// Time to commit a block (database write, sync and in-memory apply).
 pub const COMMIT_SECONDS: &str = "sluice_store_commit_seconds";
@@ -251,7 +251,7 @@ fn describe() {
     );
     describe_histogram!(OCC_PHASE_SECONDS, Unit::Seconds, "Time of each phase of parallel execution");
     describe_histogram!(PREPARE_PHASE_SECONDS, Unit::Seconds, "Time of each phase of block preparation");
-    describe_gauge!(PREPARED_AHEAD, "Prepared blocks waiting for the finalizer");
+    describe_gauge!(PREPARED_AHEAD, "Prepared blocks waiting for the execution stage");
     describe_histogram!(COMMIT_SECONDS, Unit::Seconds, "Time to commit one block");
     describe_counter!(TX_ADMISSION, "Transactions offered to admission, by result");
     describe_counter!(

@@ -2,7 +2,7 @@
 //! server, and the order of shutdown.
 //!
 //! Threads: the light actors (nonce reservation, mempool shards, block
-//! producer) share one arbiter; preparation, the finalizer and store commit
+//! producer) share one arbiter; preparation, the execution stage and store commit
 //! each have an arbiter of their own, because their handlers are CPU work;
 //! the HTTP server has its own worker threads; metrics are served from the
 //! exporter's thread.
@@ -30,7 +30,7 @@ use sluice_txpool::PendingTxs;
 use crate::admission::Admission;
 use crate::{
     committer::Committer,
-    finalizer::Finalizer,
+    executor::Executor,
     mailbox::{mailbox, mailbox_indexed, MailboxProbe, MailboxSender},
     metrics as m,
     nonce::{NonceActor, NonceDeps},
@@ -244,7 +244,7 @@ impl Node {
         let (nonce_tx, nonce_rx) = mailbox("nonce", p.admission_mailbox_msgs);
         let (producer_tx, producer_rx) = mailbox("producer", p.producer_mailbox_msgs);
         let (prepare_tx, prepare_rx) = mailbox("preparer", p.prepare_mailbox_blocks);
-        let (execute_tx, execute_rx) = mailbox("finalizer", p.prepare_ahead_blocks);
+        let (execute_tx, execute_rx) = mailbox("executor", p.prepare_ahead_blocks);
         let (commit_tx, commit_rx) = mailbox("committer", p.commit_mailbox_blocks);
         probes.extend([
             nonce_rx.probe(),
@@ -286,15 +286,15 @@ impl Node {
                 .with_events(events)
             });
         }
-        let finalize_arbiter = Arbiter::new();
+        let execute_arbiter = Arbiter::new();
         {
             let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
             let (workers, min_txs) = (p.execute_workers(), p.occ_min_block_txs);
-            Finalizer::start_in_arbiter(&finalize_arbiter.handle(), move |_| {
+            Executor::start_in_arbiter(&execute_arbiter.handle(), move |_| {
                 // The OCC executor runs small blocks in order itself and
                 // equals the sequential executor on every block.
                 let occ = OccExecutor::new(exec, workers, min_txs);
-                Finalizer::new(Box::new(occ), store, committed, commit_tx, execute_rx)
+                Executor::new(Box::new(occ), store, committed, commit_tx, execute_rx)
             });
         }
         let prepare_arbiter = Arbiter::new();
@@ -401,7 +401,7 @@ impl Node {
             server,
             producer: producer_tx,
             done,
-            arbiters: vec![light, prepare_arbiter, finalize_arbiter, commit_arbiter],
+            arbiters: vec![light, prepare_arbiter, execute_arbiter, commit_arbiter],
         };
         Ok((node, port))
     }

@@ -8,7 +8,7 @@
 //! consensus engine may run its own tokio runtime beside the actix system.
 //!
 //! ```text
-//!  consensus ──build──▶ producer (on request) ──BuildReply──▶ consensus
+//!  consensus ──build──▶ producer (on request) ──Built──▶ consensus
 //!  consensus ──deliver(block, on_commit)──▶ preparation ─▶ … ─▶ store commit ─▶ on_commit()
 //!                                                                      └──▶ committed()
 //! ```
@@ -17,7 +17,7 @@ use std::{sync::Arc, time::Instant};
 
 use alloy_primitives::{map::B256Set, Bytes};
 use parking_lot::Mutex;
-use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
+use sluice_messages::{Built, Parent, PipelineClosed, RecoveredTx, SealedBlock, StateRef};
 use sluice_store::Store;
 use tokio::sync::{oneshot, watch};
 
@@ -25,14 +25,8 @@ use crate::{
     admission::Admission,
     mailbox::MailboxSender,
     metrics as m,
-    protocol::{BuildReply, Delivery, Parent, PrepareMsg, ProducerMsg},
+    protocol::{Delivery, PrepareMsg, ProducerMsg},
 };
-
-/// The pipeline stopped taking blocks (shutdown, or the node halted and its
-/// stages ended).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the pipeline is closed")]
-pub struct PortClosed;
 
 /// A validator's handle on the pipeline. Cheap to clone; the pipeline
 /// drains at shutdown only once every clone is gone (or closed).
@@ -134,14 +128,14 @@ impl ValidatorPort {
         timestamp: u64,
         state_ref: Option<StateRef>,
         exclude: Arc<B256Set>,
-    ) -> Option<BuildReply> {
+    ) -> Option<Built> {
         let (reply, answer) = oneshot::channel();
         let msg = ProducerMsg::Build { parent, timestamp, state_ref, exclude, reply };
         self.producer.send(msg).await.ok()?;
         answer.await.ok()
     }
 
-    /// Hands back the transactions of a proposal that lost its view, in
+    /// Hands back the transactions of a proposal that lost its height, in
     /// block order, to the front of the mempool, waiting for room in the
     /// producer's mailbox (it drains in microseconds; wake-ups can fill it
     /// for a moment under load). They must be back before the next build,
@@ -169,9 +163,9 @@ impl ValidatorPort {
         &self,
         block: Arc<SealedBlock>,
         on_commit: Box<dyn FnOnce() + Send>,
-    ) -> Result<(), PortClosed> {
+    ) -> Result<(), PipelineClosed> {
         let msg = PrepareMsg { block, sealed_at: Instant::now(), delivery: Some(Delivery::new(on_commit)) };
-        self.prepare.send(msg).await.map_err(|_| PortClosed)
+        self.prepare.send(msg).await.map_err(|_| PipelineClosed)
     }
 
     /// The committed height, updated as blocks commit.

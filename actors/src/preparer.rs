@@ -5,7 +5,7 @@
 //! and sender recovery are CPU work that must not stall other actors'
 //! event loops. Senders recovered at admission come from the
 //! prepared-transaction cache; misses are recovered here over
-//! `prepare_workers` threads. The finalizer's mailbox holds
+//! `prepare_workers` threads. The execution stage's mailbox holds
 //! `prepare_ahead_blocks` blocks: that is how far preparation runs ahead.
 //!
 //! Faults are handled by [`run_blocking`]: preparation has no chain state
@@ -35,7 +35,7 @@ pub struct Preparer {
     store: Arc<Store>,
     chain_id: u64,
     workers: usize,
-    finalizer: MailboxSender<ExecuteMsg>,
+    executor: MailboxSender<ExecuteMsg>,
     rx: Option<MailboxReceiver<PrepareMsg>>,
     metrics: ActorMetrics,
     reported: (u64, u64, u64),
@@ -43,13 +43,13 @@ pub struct Preparer {
 }
 
 impl Preparer {
-    /// A preparer feeding `finalizer`.
+    /// A preparer feeding `executor`.
     pub fn new(
         cache: Arc<PreparedTxCache>,
         store: Arc<Store>,
         chain_id: u64,
         workers: usize,
-        finalizer: MailboxSender<ExecuteMsg>,
+        executor: MailboxSender<ExecuteMsg>,
         rx: MailboxReceiver<PrepareMsg>,
     ) -> Self {
         Preparer {
@@ -57,7 +57,7 @@ impl Preparer {
             store,
             chain_id,
             workers,
-            finalizer,
+            executor,
             rx: Some(rx),
             metrics: ActorMetrics::new("preparer"),
             reported: (0, 0, 0),
@@ -102,15 +102,15 @@ impl Stage for Preparer {
         metrics::histogram!(m::PREPARE_PHASE_SECONDS, "phase" => "recover")
             .record(phases.recover.as_secs_f64());
         // How far preparation runs ahead of execution, in blocks waiting.
-        metrics::gauge!(m::PREPARED_AHEAD).set(self.finalizer.depth() as f64);
+        metrics::gauge!(m::PREPARED_AHEAD).set(self.executor.depth() as f64);
         metrics::gauge!(m::PREPARED_HEIGHT).set(number as f64);
         self.report_cache();
         // This thread is ours alone: blocking here is the backpressure that
         // stops the producer when execution is behind.
         let prepared = PreparedBlock { block: Arc::clone(&msg.block), txs };
         let execute = ExecuteMsg { block: prepared, delivery: msg.delivery.clone() };
-        if self.finalizer.send_blocking(execute).is_err() {
-            tracing::error!(number, "finalizer stopped; prepared block not delivered");
+        if self.executor.send_blocking(execute).is_err() {
+            tracing::error!(number, "executor stopped; prepared block not delivered");
         }
         Ok(())
     }

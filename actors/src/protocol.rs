@@ -12,7 +12,9 @@ use std::{fmt, sync::Arc, time::Instant};
 
 use alloy_primitives::{map::B256Set, Address, B256, U256};
 use parking_lot::Mutex;
-use sluice_messages::{ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock, StateRef};
+use sluice_messages::{
+    Built, ExecutedBlock, OnCommit, Parent, PreparedBlock, RecoveredTx, SealedBlock, StateRef,
+};
 use sluice_txpool::{Pooled, TxError};
 use tokio::sync::oneshot;
 
@@ -135,7 +137,7 @@ pub enum ShardMsg {
     },
     /// Put transactions taken earlier back at the front, in their order:
     /// what a block did not take of a shard's offer, a proposal that lost
-    /// its view, or a block nobody asked for any more. They never left the
+    /// its height, or a block nobody asked for any more. They never left the
     /// in-flight index or the nonce book, so only the queue and pool
     /// capacity change.
     Restore {
@@ -150,17 +152,6 @@ pub enum ShardMsg {
         /// Hashes, all of this shard's senders.
         hashes: Vec<B256>,
     },
-}
-
-/// The block to build on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Parent {
-    /// Height.
-    pub number: u64,
-    /// Hash.
-    pub hash: B256,
-    /// Timestamp.
-    pub timestamp: u64,
 }
 
 /// Messages to the block producer.
@@ -191,24 +182,14 @@ pub enum ProducerMsg {
         /// has not committed yet: dropped from the mempool, never proposed.
         exclude: Arc<B256Set>,
         /// The block and the transactions taken for it.
-        reply: oneshot::Sender<BuildReply>,
+        reply: oneshot::Sender<Built>,
     },
-    /// Transactions of a proposal that lost its view, in block order: back
+    /// Transactions of a proposal that lost its height, in block order: back
     /// to the front of their shards, so the next proposal carries them.
     Restore {
         /// The transactions.
         txs: Vec<RecoveredTx>,
     },
-}
-
-/// A block built on request, with what it was built from.
-#[derive(Debug, Clone)]
-pub struct BuildReply {
-    /// The sealed block.
-    pub block: Arc<SealedBlock>,
-    /// Its transactions, sender recovered, in block order: what to hand
-    /// back with [`ProducerMsg::Restore`] if the proposal fails.
-    pub txs: Vec<RecoveredTx>,
 }
 
 /// A callback fired once, when the block it travels with is committed by
@@ -222,9 +203,6 @@ pub struct BuildReply {
 pub struct Delivery {
     callback: Arc<Mutex<Option<OnCommit>>>,
 }
-
-/// What a [`Delivery`] runs.
-pub type OnCommit = Box<dyn FnOnce() + Send>;
 
 impl Delivery {
     /// A delivery that runs `callback` on commit.
@@ -265,7 +243,7 @@ pub struct PrepareMsg {
     pub delivery: Option<Delivery>,
 }
 
-/// Messages to the finalizer.
+/// Messages to the execution stage.
 #[derive(Debug)]
 pub struct ExecuteMsg {
     /// The prepared block to execute next.

@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Instant};
 
 use alloy_primitives::Address;
 use sluice_config::Config;
-use sluice_messages::{RecoveredTx, StateRef};
+use sluice_messages::{Parent, RecoveredTx, StateRef};
 use sluice_store::StateReader;
 use sluice_txpool::{recover_raw, Signer};
 use tokio::sync::oneshot;
@@ -95,7 +95,7 @@ async fn a_validator_builds_on_request_and_acknowledges_each_commit() {
     assert!(first.txs.is_empty() && first.block.txs.is_empty());
     deliver_and_commit(&port, Arc::clone(&first.block)).await;
 
-    // A transaction waits; a proposal carrying it loses its view and
+    // A transaction waits; a proposal carrying it loses its height and
     // gives it back; the next proposal, built from another runtime on
     // another thread as consensus would, carries it again.
     admit(&node, transfer(&signer, 0, chain_id)).await;

@@ -26,10 +26,10 @@ use parking_lot::Mutex;
 use sluice_messages::{BlockHeader, SealedBlock, StateRef};
 
 use crate::{
-    backend::{Backend, BuildRequest, ParentRef},
+    backend::{Backend, BuildRequest, Parent},
     block::{tx_root, ChainBlock},
-    lane::Lane,
     metrics as m,
+    proposals::OwnProposals,
     rules::Rules,
 };
 
@@ -37,7 +37,7 @@ use crate::{
 #[derive(Clone)]
 pub(crate) struct SluiceApp<B: Backend> {
     pub(crate) backend: B,
-    pub(crate) lane: Arc<Mutex<Lane>>,
+    pub(crate) proposals: Arc<Mutex<OwnProposals>>,
     pub(crate) rules: Rules,
     /// Fee recipient of this validator's proposals.
     pub(crate) coinbase: Address,
@@ -97,7 +97,7 @@ impl<B: Backend> SluiceApp<B> {
         committed: u64,
         ancestry: impl Ancestry<ChainBlock>,
     ) -> Option<B256Set> {
-        let lowest = self.lane.lock().lowest();
+        let lowest = self.proposals.lock().lowest();
         if lowest.is_some_and(|l| l > parent.header.number) {
             return None;
         }
@@ -116,7 +116,7 @@ impl<B: Backend> SluiceApp<B> {
             }
         }
         let consistent = lowest.is_none()
-            || self.lane.lock().consistent_with(parent.header.number, |h| hashes.get(&h).copied());
+            || self.proposals.lock().consistent_with(parent.header.number, |h| hashes.get(&h).copied());
         consistent.then_some(txs)
     }
 }
@@ -142,7 +142,7 @@ where
         }
         let parent = Arc::clone(&ancestry.peek()?.inner().0);
         let mut req = BuildRequest {
-            parent: ParentRef {
+            parent: Parent {
                 number: parent.header.number,
                 hash: parent.hash,
                 timestamp: parent.header.timestamp,
@@ -167,13 +167,13 @@ where
             req.exclude = Arc::new(exclude);
             let built = self.backend.build(req).await?;
             let block = built.block;
-            self.lane.lock().proposed(block.header.number, block.hash, built.txs);
+            self.proposals.lock().proposed(block.header.number, block.hash, built.txs);
             block
         } else {
             // An earlier proposal of ours is unresolved on another branch:
             // its transactions are out of the mempool and may yet be
             // finalized, so none may be proposed again until it resolves.
-            metrics::counter!(m::EMPTY_PROPOSALS, "reason" => "lane").increment(1);
+            metrics::counter!(m::EMPTY_PROPOSALS, "reason" => "unresolved").increment(1);
             self.empty_block(&req)
         };
         tracing::debug!(number = block.header.number, txs = block.txs.len(), "proposing");

@@ -5,25 +5,15 @@
 use std::{future::Future, sync::Arc};
 
 use alloy_primitives::{map::B256Set, Bytes, B256};
+pub use sluice_messages::{Built, OnCommit, Parent, PipelineClosed};
 use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
 use tokio::sync::watch;
-
-/// The block a proposal builds on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParentRef {
-    /// Its height.
-    pub number: u64,
-    /// Its hash.
-    pub hash: B256,
-    /// Its timestamp, seconds.
-    pub timestamp: u64,
-}
 
 /// A request to seal a proposal.
 #[derive(Debug, Clone)]
 pub struct BuildRequest {
     /// The parent.
-    pub parent: ParentRef,
+    pub parent: Parent,
     /// The proposal's timestamp (never before the parent's).
     pub timestamp: u64,
     /// The state reference the header carries.
@@ -34,24 +24,6 @@ pub struct BuildRequest {
     /// the mempool (a committed block's transactions leave it on commit).
     pub exclude: Arc<B256Set>,
 }
-
-/// A sealed proposal and the transactions taken from the mempool for it.
-#[derive(Debug, Clone)]
-pub struct Built {
-    /// The block.
-    pub block: Arc<SealedBlock>,
-    /// Its transactions with their senders, in block order: put back in
-    /// the mempool if the proposal loses its height.
-    pub txs: Vec<RecoveredTx>,
-}
-
-/// Called once when a delivered block is committed.
-pub type OnCommit = Box<dyn FnOnce() + Send>;
-
-/// The pipeline stopped: nothing more can be delivered.
-#[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("the execution pipeline stopped")]
-pub struct Closed;
 
 /// The node behind a validator.
 pub trait Backend: Clone + Send + Sync + 'static {
@@ -68,7 +40,7 @@ pub trait Backend: Clone + Send + Sync + 'static {
         &self,
         block: Arc<SealedBlock>,
         on_commit: OnCommit,
-    ) -> impl Future<Output = Result<(), Closed>> + Send;
+    ) -> impl Future<Output = Result<(), PipelineClosed>> + Send;
     /// The committed height, as it moves.
     fn committed(&self) -> watch::Receiver<u64>;
     /// The committed block at `height`: its hash and the app hash after it.

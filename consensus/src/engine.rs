@@ -45,7 +45,7 @@ use crate::{
     app::SluiceApp,
     backend::Backend,
     block::{digest_of, ChainBlock},
-    lane::Lane,
+    proposals::OwnProposals,
     rules::Rules,
     sink::{self, Observed, Sink},
 };
@@ -306,7 +306,7 @@ where
     )
     .await;
 
-    let lane = Arc::new(Mutex::new(Lane::default()));
+    let proposals = Arc::new(Mutex::new(OwnProposals::default()));
     let (tx, rx) = flume::bounded(setup.max_pending_acks.get());
     let sink = Sink {
         tx,
@@ -316,7 +316,7 @@ where
     };
     let processed = floor.processed().map_or(0, |p| p.height().get());
     {
-        let (backend, lane, marshal) = (setup.backend.clone(), Arc::clone(&lane), marshal.clone());
+        let (backend, proposals, marshal) = (setup.backend.clone(), Arc::clone(&proposals), marshal.clone());
         let fetch = move |h: u64| {
             let marshal = marshal.clone();
             async move {
@@ -326,14 +326,15 @@ where
                     .map(|b: Digested<ChainBlock>| b.inner().clone())
             }
         };
-        handles
-            .push(ctx.child("forwarder").spawn(move |_| sink::forward(rx, backend, lane, processed, fetch)));
+        handles.push(
+            ctx.child("forwarder").spawn(move |_| sink::forward(rx, backend, proposals, processed, fetch)),
+        );
     }
     handles.push(marshal_actor.start(sink, buffer, resolver));
 
     let app = SluiceApp {
         backend: setup.backend.clone(),
-        lane,
+        proposals,
         rules: setup.rules,
         coinbase: setup.coinbase,
         max_exec_lag_blocks: setup.max_exec_lag_blocks,

@@ -23,9 +23,9 @@ pub mod backend;
 pub mod block;
 mod engine;
 mod gossip;
-pub mod lane;
 pub mod liveness;
 pub mod metrics;
+pub mod proposals;
 pub mod rules;
 pub mod run;
 #[cfg(test)]
@@ -34,7 +34,7 @@ mod sink;
 pub mod testnet;
 pub mod validators;
 
-pub use backend::{Backend, BuildRequest, Built, Closed, OnCommit, ParentRef};
+pub use backend::{Backend, BuildRequest, Built, OnCommit, Parent, PipelineClosed};
 pub use engine::{EngineError, Timeouts};
 pub use gossip::{BatchError, GossipLimits};
 pub use rules::Rules;

@@ -15,7 +15,7 @@ pub const VERIFY_TOTAL: &str = "sluice_consensus_verify_total";
 /// Transactions of own proposals that lost their height, put back in the
 /// mempool.
 pub const REQUEUED_TXS: &str = "sluice_consensus_requeued_txs_total";
-/// Proposals made empty on purpose, by `reason` (exec_lag, lane).
+/// Proposals made empty on purpose, by `reason` (exec_lag, unresolved).
 pub const EMPTY_PROPOSALS: &str = "sluice_consensus_empty_proposals_total";
 /// Evidence of equivocation simplex verified and reported, by `kind`
 /// (conflicting_notarize, conflicting_finalize, nullify_finalize).
@@ -78,7 +78,7 @@ pub fn describe() {
     for verdict in ["accept", "reject"] {
         metrics::counter!(VERIFY_TOTAL, "verdict" => verdict).increment(0);
     }
-    for reason in ["exec_lag", "lane"] {
+    for reason in ["exec_lag", "unresolved"] {
         metrics::counter!(EMPTY_PROPOSALS, "reason" => reason).increment(0);
     }
     metrics::counter!(REQUEUED_TXS).increment(0);

@@ -6,7 +6,7 @@
 //! `max_pending_acks` unacknowledged, and redelivers unacknowledged blocks
 //! after a restart. The [`Sink`] (marshal's reporter, which must not
 //! block) offers each into a mailbox of that capacity; the forwarder drains
-//! it in order: it resolves the own lane (putting back the transactions of
+//! it in order: it resolves the own proposals (putting back the transactions of
 //! a proposal that lost its height), acknowledges a block already committed
 //! (a redelivery), and hands the rest to preparation, waiting for room, so
 //! a slow pipeline back-pressures marshal through the acknowledgement
@@ -35,7 +35,7 @@ use commonware_cryptography::{ed25519::PublicKey, keccak256::Digest, Digested};
 use commonware_utils::{acknowledgement::Exact, ordered::Set, Acknowledgement, Participant};
 use parking_lot::Mutex;
 
-use crate::{backend::Backend, block::ChainBlock, lane::Lane, metrics as m};
+use crate::{backend::Backend, block::ChainBlock, metrics as m, proposals::OwnProposals};
 
 /// A finalized block and marshal's acknowledgement for it.
 pub(crate) type Finalized = (Digested<ChainBlock>, Exact);
@@ -99,7 +99,7 @@ impl<B: Backend> Reporter for Sink<B> {
 pub(crate) async fn forward<B, F, Fut>(
     rx: flume::Receiver<Finalized>,
     backend: B,
-    lane: Arc<Mutex<Lane>>,
+    proposals: Arc<Mutex<OwnProposals>>,
     processed: u64,
     fetch: F,
 ) where
@@ -127,7 +127,7 @@ pub(crate) async fn forward<B, F, Fut>(
     while let Ok((block, ack)) = rx.recv_async().await {
         let block = Arc::clone(&block.inner().0);
         let (number, hash) = (block.header.number, block.hash);
-        let resolved = lane.lock().finalized(number, hash);
+        let resolved = proposals.lock().finalized(number, hash);
         if !resolved.restore.is_empty() {
             metrics::counter!(m::REQUEUED_TXS).increment(resolved.restore.len() as u64);
             tracing::info!(

@@ -1,6 +1,6 @@
 //! Block execution on revm 43.
 //!
-//! Plain functions, no actors: the finalizer drives a [`BlockExecutor`], the
+//! Plain functions, no actors: the execution stage drives a [`BlockExecutor`], the
 //! RPC layer calls [`call()`] and [`estimate_gas`].
 //!
 //! # Invariants
@@ -34,7 +34,7 @@
 //!    |-- one worker ---------------------------------+
 //!    |                                               |
 //!    v                                               v
-//!  lanes (occ/relay/)                  one journal (journal/), exact,
+//!  lanes (occ/lanes/)                  one journal (journal/), exact,
 //!    | done                              settling where it must
 //!    | gave up: creation, self-destruct,             ^
 //!    |   EIP-7702, touched empty, gas left;          |
@@ -116,7 +116,7 @@ pub struct BlockOutcome {
     pub stats: ExecStats,
 }
 
-/// Something that executes blocks. The finalizer holds one; the sequential
+/// Something that executes blocks. The execution stage holds one; the sequential
 /// executor is the reference, a parallel one must produce equal outcomes.
 pub trait BlockExecutor: Send {
     /// Executes `block` on top of `state` (the state after its parent).

@@ -26,7 +26,7 @@ pub enum ExecPath {
     /// groups and building each worker's share of the output, `validate`
     /// the time spent planning them, `merge` joining the shares.
     Scheduled,
-    /// A block of contract calls on lanes (`occ/relay`): chunks of
+    /// A block of contract calls on lanes (`occ/lanes`): chunks of
     /// transactions in order on each worker's own journal, corrected once
     /// the chunks before them are final. `reruns` counts the transactions
     /// executed again, `speculate` is the wall time and `validate` the time

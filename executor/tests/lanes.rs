@@ -1,4 +1,4 @@
-//! Lanes (`occ/relay`: chunks of transactions in order on
+//! Lanes (`occ/lanes`: chunks of transactions in order on
 //! each worker's own journal, corrected once the chunks before them are
 //! final) against the sequential oracle.
 //!

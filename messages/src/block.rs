@@ -1,5 +1,5 @@
 //! Blocks at each stage: sealed by the producer, prepared for execution,
-//! executed by the finalizer.
+//! executed by the execution stage.
 
 use std::sync::Arc;
 
@@ -82,7 +82,7 @@ pub struct ExecutedBlock {
     pub skipped: Vec<(B256, String)>,
     /// Total gas used by applied transactions.
     pub gas_used: u64,
-    /// The block's state changes, canonical order. Shared: the finalizer's
+    /// The block's state changes, canonical order. Shared: the execution stage's
     /// overlay reads it while store commit writes it.
     pub changes: Arc<ChangeSet>,
     /// The chained app hash after this block (filled by store commit).

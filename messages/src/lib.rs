@@ -11,12 +11,15 @@
 //! - [`block`]: headers, sealed blocks (raw transactions) and prepared blocks.
 //! - [`receipt`]: execution results per transaction, with logs.
 //! - [`changes`]: a block's state change set in canonical order.
+//! - [`proposal`]: what a validator's consensus and pipeline hand each
+//!   other (the parent, the sealed proposal, the commit callback).
 //! - [`spec`]: the hard fork whose rules the chain follows.
 //! - [`synthetic`]: addresses of the synthetic accounts funded at genesis.
 //! - [`wire`]: the protobuf (prost) schema used by the store and, later, peers.
 
 pub mod block;
 pub mod changes;
+pub mod proposal;
 pub mod receipt;
 pub mod spec;
 pub mod synthetic;
@@ -25,6 +28,7 @@ pub mod wire;
 
 pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock, StateRef};
 pub use changes::{AccountChange, ChangeSet, CodeChange};
+pub use proposal::{Built, OnCommit, Parent, PipelineClosed};
 pub use receipt::{Log, LogCriteria, Receipt};
 pub use spec::Spec;
 pub use synthetic::synthetic_address;

@@ -1,6 +1,6 @@
 //! Executed-but-uncommitted blocks layered over the committed store.
 //!
-//! The finalizer executes block N+1 while store commit is still writing
+//! The execution stage executes block N+1 while store commit is still writing
 //! block N; N+1 reads N's writes through this overlay. A layer is dropped
 //! only after the store has committed it, so every read sees either the
 //! layer or the committed value, which are equal.

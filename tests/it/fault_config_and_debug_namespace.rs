@@ -11,7 +11,7 @@ use crate::support::*;
 #[test]
 fn failpoints_from_the_environment_fire_and_are_counted() {
     let node = TestNode::start(
-        &[("SLUICE_FAULTS__FAILPOINTS", "finalizer=panic*1; committer=error*1; preparer=delay(30)*1")],
+        &[("SLUICE_FAULTS__FAILPOINTS", "executor=panic*1; committer=error*1; preparer=delay(30)*1")],
         &["--block-time-ms", "20"],
     );
     // Off by default: geth's answer for a namespace that is not served.
@@ -23,11 +23,11 @@ fn failpoints_from_the_environment_fire_and_are_counted() {
         assert_eq!(node.receipt(h)["status"], "0x1");
     }
     let m = node.metrics();
-    for (actor, action) in [("finalizer", "panic"), ("committer", "error"), ("preparer", "delay")] {
+    for (actor, action) in [("executor", "panic"), ("committer", "error"), ("preparer", "delay")] {
         let series = format!("sluice_faults_injected_total{{actor=\"{actor}\",action=\"{action}\"}} 1");
         assert!(m.contains(&series), "{series} missing");
     }
-    assert!(m.contains("sluice_actor_restarts_total{actor=\"finalizer\"} 1"));
+    assert!(m.contains("sluice_actor_restarts_total{actor=\"executor\"} 1"));
     assert!(m.contains("sluice_actor_restarts_total{actor=\"committer\"} 0"), "an error is not a restart");
     assert!(m.contains("sluice_store_halted 0"));
 }
@@ -49,7 +49,7 @@ fn bad_specs_and_public_debug_namespaces_are_refused() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let dir = std::env::temp_dir().join(format!("sluice-badfp-{}", std::process::id()));
     let out = run(
-        &[("SLUICE_FAULTS__FAILPOINTS", "finalizer=explode")],
+        &[("SLUICE_FAULTS__FAILPOINTS", "executor=explode")],
         &[
             "node",
             "--data-dir",

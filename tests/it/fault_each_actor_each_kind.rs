@@ -1,5 +1,5 @@
 //! Every actor survives every fault kind: for each actor (admission, nonce,
-//! mempool shard, producer, preparer, finalizer, store commit) and each
+//! mempool shard, producer, preparer, executor, store commit) and each
 //! action (panic, error, delay, drop, stall), under load, a failpoint is
 //! armed over the `debug_` namespace for the next K hits; the pipeline
 //! resumes, every admitted transaction is included (or, for a lost mempool
@@ -22,7 +22,7 @@ use sluice_txpool::Signer;
 use crate::{backpressure_txpool_full::genesis_for, support::*};
 
 const SITES: [&str; 7] =
-    ["admission", "nonce", "mempool_shard", "producer", "preparer", "finalizer", "committer"];
+    ["admission", "nonce", "mempool_shard", "producer", "preparer", "executor", "committer"];
 const ACTIONS: [&str; 5] = ["panic", "error", "delay", "drop", "stall"];
 
 /// Funded fresh senders, handed out one at a time.
@@ -238,7 +238,7 @@ fn every_actor_survives_every_fault_kind_and_escalates_to_a_clean_halt() {
         let now: B256 = b["hash"].as_str().unwrap().parse().unwrap();
         assert_eq!(&now, hash, "seed {seed}: block {number} changed");
     }
-    let halting = ["nonce", "mempool_shard", "producer", "preparer", "finalizer", "committer"];
+    let halting = ["nonce", "mempool_shard", "producer", "preparer", "executor", "committer"];
     let site = halting[rng.random_range(0..halting.len())];
     escalate(&mut node, &mut senders, site, seed);
     assert!(!node.terminate().success(), "seed {seed}: a halted node exits non-zero");

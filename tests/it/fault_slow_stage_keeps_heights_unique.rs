@@ -1,5 +1,5 @@
 //! A producer held up by backpressure for several block times (here a slow
-//! finalizer, injected) seals each height once: actix's interval catches up
+//! executor, injected) seals each height once: actix's interval catches up
 //! on missed ticks inside one poll, and before the producer guarded against
 //! it, two seals queued on the same parent made two blocks with one number
 //! and store commit halted the node ("committed out of order").
@@ -14,7 +14,7 @@ use crate::support::*;
 fn a_slow_stage_never_makes_two_blocks_with_one_number() {
     let node = TestNode::start(
         &[
-            ("SLUICE_FAULTS__FAILPOINTS", "finalizer=delay(40)*25"),
+            ("SLUICE_FAULTS__FAILPOINTS", "executor=delay(40)*25"),
             ("SLUICE_PIPELINE__PREPARE_MAILBOX_BLOCKS", "1"),
             ("SLUICE_PIPELINE__PREPARE_AHEAD_BLOCKS", "1"),
             ("SLUICE_PIPELINE__COMMIT_MAILBOX_BLOCKS", "1"),

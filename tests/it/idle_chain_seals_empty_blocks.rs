@@ -131,13 +131,13 @@ fn a_restart_resumes_after_empty_blocks_and_replay_matches_the_vault() {
 
 #[test]
 fn idle_seals_wait_for_a_slow_stage_and_never_share_a_parent() {
-    // Idle seals due every 10 ms against a finalizer that takes 150 ms per
+    // Idle seals due every 10 ms against an execution stage that takes 150 ms per
     // block and mailboxes of one block: without the wait for room (and the
     // `sealing` guard against actix replaying missed ticks), blocks would
     // pile up or two would be sealed on one parent and commit would halt.
     let node = TestNode::start(
         &[
-            ("SLUICE_FAULTS__FAILPOINTS", "finalizer=delay(150)*20"),
+            ("SLUICE_FAULTS__FAILPOINTS", "executor=delay(150)*20"),
             ("SLUICE_PRODUCER__IDLE_BLOCK_INTERVAL_MS", "10"),
             ("SLUICE_PIPELINE__PREPARE_MAILBOX_BLOCKS", "1"),
             ("SLUICE_PIPELINE__PREPARE_AHEAD_BLOCKS", "1"),
@@ -162,7 +162,7 @@ fn idle_seals_wait_for_a_slow_stage_and_never_share_a_parent() {
     }
     assert_eq!(node.metric("sluice_store_halted"), Some(0.0), "log:\n{}", node.log());
     // Sealed but uncommitted blocks are bounded by the stages and their
-    // one-block mailboxes (preparation, finalizer, commit, each holding one
+    // one-block mailboxes (preparation, executor, commit, each holding one
     // and working on one), however many idle seals fell due.
     assert!(worst_lag <= 6.0, "{worst_lag} blocks sealed ahead of commit");
     let end = head(&node);

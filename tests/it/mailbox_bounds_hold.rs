@@ -69,7 +69,7 @@ fn every_mailbox_respects_its_bound_under_a_flood() {
             *waits.entry(a).or_insert(0.0) += v;
         }
     }
-    for actor in ["nonce", "mempool_shard", "producer", "preparer", "finalizer", "committer"] {
+    for actor in ["nonce", "mempool_shard", "producer", "preparer", "executor", "committer"] {
         let cap = capacity.get(actor).copied().unwrap_or_else(|| panic!("no capacity for {actor}:\n{text}"));
         assert_eq!(cap, 1.0, "{actor} capacity comes from config");
         assert!(waits.contains_key(actor), "no waits counter for {actor}:\n{text}");

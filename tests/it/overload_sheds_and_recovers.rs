@@ -4,7 +4,7 @@
 //! else, keeps its memory bounded, and once the load stops includes every
 //! admitted transaction and serves as before.
 //!
-//! Capacity is pinned by an injected finalizer delay (every block takes at
+//! Capacity is pinned by an injected executor delay (every block takes at
 //! least 100 ms, 50 transactions each: at most 500 tx/s), so the offered
 //! load is well above it on any machine.
 
@@ -100,7 +100,7 @@ fn overload_sheds_with_txpool_full_keeps_reads_fast_and_recovers() {
     let node = TestNode::start(
         &[
             ("SLUICE_MEMPOOL__MAX_TXS", "300"),
-            ("SLUICE_FAULTS__FAILPOINTS", "finalizer=delay(100)"),
+            ("SLUICE_FAULTS__FAILPOINTS", "executor=delay(100)"),
             ("SLUICE_FAULTS__DEBUG_RPC", "true"),
         ],
         &["--block-time-ms", "50", "--max-block-txs", "50", "--genesis", genesis.to_str().unwrap()],

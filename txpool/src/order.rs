@@ -29,7 +29,7 @@ pub struct Pooled {
 }
 
 /// Admission sequence numbers start here; a proposal's transactions put
-/// back after its view was lost are numbered by their position in it,
+/// back after it lost its height are numbered by their position in it,
 /// below this, so they go first again, in their block order.
 pub const RESTORED_SEQ_LIMIT: u64 = 1 << 32;
 

@@ -9,16 +9,12 @@ use std::{
 
 use alloy_primitives::map::B256Set;
 
-use sluice_messages::{BlockHeader, RecoveredTx, SealedBlock, StateRef};
+use sluice_messages::{BlockHeader, Parent, RecoveredTx, SealedBlock, StateRef};
 use sluice_txpool::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};
 use tokio::sync::oneshot;
 
 use super::ProducerSettings;
-use crate::{
-    mailbox::MailboxSender,
-    nonce::NonceActor,
-    protocol::{Parent, ShardMsg},
-};
+use crate::{mailbox::MailboxSender, nonce::NonceActor, protocol::ShardMsg};
 
 /// Takes one block of transactions from the shards, in geth's order
 /// (effective tip, then admission order, each sender's nonces in order:
@@ -75,7 +71,7 @@ async fn restore(shard: &MailboxSender<ShardMsg>, txs: Vec<Pooled>) {
 }
 
 /// Puts a block's transactions back at the front of their senders'
-/// shards (a proposal that lost its view, a block nobody wants): numbered
+/// shards (a proposal that lost its height, a block nobody wants): numbered
 /// by their block position, below every admitted number, so the next block
 /// takes them first, in their order.
 pub(super) async fn restore_to_shards(shards: &[MailboxSender<ShardMsg>], txs: Vec<RecoveredTx>) {

@@ -20,7 +20,7 @@
 //! - **OnRequest** (a validator, `on_request.rs`). No timers, and nothing
 //!   goes to preparation from here: consensus asks for a block
 //!   (`ProducerMsg::Build`) and gets it back with its transactions, and
-//!   hands back those of a proposal that lost its view (`Restore`).
+//!   hands back those of a proposal that lost its height (`Restore`).
 //!
 //! Each block takes at most `max_block_txs` transactions, `block_gas_limit`
 //! of gas (counted by gas limit) and `max_block_bytes` of raw transactions,
@@ -48,7 +48,6 @@ use sluice_txpool::PoolCounters;
 use tokio::sync::oneshot;
 
 pub use self::policy::{Decision, Fill, ProducerMode, SealPolicy, Trigger};
-pub use crate::protocol::Parent;
 use crate::{
     faults::{self, Action, Site},
     mailbox::{MailboxReceiver, MailboxSender},
@@ -56,6 +55,7 @@ use crate::{
     protocol::{PrepareMsg, ProducerMsg, ShardMsg},
     supervise::{contain, Contained, Inject, Supervisor},
 };
+pub use sluice_messages::Parent;
 
 /// Block limits and constants the producer stamps into headers.
 #[derive(Debug, Clone)]

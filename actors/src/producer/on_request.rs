@@ -16,14 +16,11 @@ use std::{
 
 use actix::prelude::*;
 use alloy_primitives::map::B256Set;
-use sluice_messages::{RecoveredTx, StateRef};
+use sluice_messages::{Built, Parent, RecoveredTx, StateRef};
 use tokio::sync::oneshot;
 
 use super::{build, Decision, Producer};
-use crate::{
-    protocol::{BuildReply, Parent},
-    supervise::Contained,
-};
+use crate::supervise::Contained;
 
 /// The longest a waiting request goes unlooked-at: a lost wake-up (the
 /// nonce actor only offers it) delays a full block by this much at most.
@@ -37,7 +34,7 @@ pub(super) struct Request {
     /// Transactions already in the blocks `parent` ends (not yet
     /// committed here): never proposed again.
     pub(super) exclude: Arc<B256Set>,
-    pub(super) reply: oneshot::Sender<BuildReply>,
+    pub(super) reply: oneshot::Sender<Built>,
 }
 
 impl Producer {
@@ -100,7 +97,7 @@ impl Producer {
             let Request { parent, timestamp, state_ref, reply, .. } = request;
             let block = Arc::new(build::build_block(&parent, &settings, &txs, timestamp, state_ref));
             let number = block.header.number;
-            if let Err(unwanted) = reply.send(BuildReply { block, txs }) {
+            if let Err(unwanted) = reply.send(Built { block, txs }) {
                 tracing::debug!(
                     number,
                     n = unwanted.txs.len(),

@@ -1,5 +1,5 @@
 //! Deterministic simulation: N validators running this crate's engine
-//! (the real block codec, application, sink, forwarder and lane, on real
+//! (the real block codec, application, sink, forwarder and own proposals, on real
 //! simplex and marshal) on commonware's deterministic runtime and
 //! simulated network, in virtual time, from a seed.
 //!
@@ -38,7 +38,7 @@ use sluice_txpool::{PreparedTxCache, Signer};
 use tokio::sync::watch;
 
 use crate::{
-    backend::{Backend, BuildRequest, Built, Closed, OnCommit},
+    backend::{Backend, BuildRequest, Built, OnCommit, PipelineClosed},
     block::tx_root,
     engine::{self, channel, Channels, Setup, Timeouts},
     rules::Rules,
@@ -319,9 +319,9 @@ impl Backend for SimBackend {
         }
     }
 
-    async fn deliver(&self, block: Arc<SealedBlock>, on_commit: OnCommit) -> Result<(), Closed> {
+    async fn deliver(&self, block: Arc<SealedBlock>, on_commit: OnCommit) -> Result<(), PipelineClosed> {
         if self.store.halted().is_some() {
-            return Err(Closed);
+            return Err(PipelineClosed);
         }
         if let Some((executed, app_hash)) = self.execute(&block) {
             // As the actors' committer does: a committed transaction

@@ -12,7 +12,7 @@
 //!   anything runs, so groups of transactions that share an account run
 //!   in order on one worker and groups run in parallel, without the EVM,
 //!   validation or re-runs.
-//! - **Lanes** (`relay/`): a block of contract calls in chunks of 16
+//! - **Lanes** (`lanes/`): a block of contract calls in chunks of 16
 //!   transactions, each worker running its chunks in order on its own
 //!   revm journal and correcting them once the chunks before are final,
 //!   one hand-off per chunk. A transaction executes at most twice. Lanes
@@ -29,7 +29,7 @@
 //! it (`executor/src/occ/engine.rs` before the commit that removed it).
 
 mod fee;
-mod relay;
+mod lanes;
 mod scheduled;
 mod threads;
 mod transfer;
@@ -119,7 +119,7 @@ impl OccExecutor {
         let attempt = match scheduled::run(state, &self.cfg, block, &self.workers, &self.scratch)? {
             // Lanes on one thread would be one journal plus bookkeeping.
             Attempt::NotMine if self.workers.len() == 1 => Attempt::Declined(InOrder::Configured),
-            Attempt::NotMine => relay::run(state, &self.cfg, block, &self.workers)?,
+            Attempt::NotMine => lanes::run(state, &self.cfg, block, &self.workers)?,
             attempt => attempt,
         };
         match attempt {

@@ -1,4 +1,4 @@
-//! The finalizer: executes prepared blocks strictly in order.
+//! The execution stage: executes prepared blocks strictly in order.
 //!
 //! Runs alone on its own OS thread. It reads state through an overlay of
 //! blocks it has executed but store commit has not yet written, so block
@@ -37,9 +37,9 @@ use crate::{
     supervise::{report_abandoned, run_blocking, AttemptError, Inject, Stage, Supervisor},
 };
 
-/// The finalizer actor.
-pub struct Finalizer {
-    executor: Box<dyn BlockExecutor + Send>,
+/// The execution stage's actor.
+pub struct Executor {
+    engine: Box<dyn BlockExecutor + Send>,
     overlay: Overlay<Arc<Store>>,
     committed: Arc<AtomicU64>,
     commit: MailboxSender<CommitMsg>,
@@ -50,26 +50,26 @@ pub struct Finalizer {
     last_sent: u64,
 }
 
-impl Finalizer {
-    /// A finalizer over `store`, publishing to `commit`. `committed` is the
+impl Executor {
+    /// An execution stage over `store`, publishing to `commit`. `committed` is the
     /// height store commit has made durable; layers at or below it are
     /// dropped from the overlay.
     pub fn new(
-        executor: Box<dyn BlockExecutor + Send>,
+        engine: Box<dyn BlockExecutor + Send>,
         store: Arc<Store>,
         committed: Arc<AtomicU64>,
         commit: MailboxSender<CommitMsg>,
         rx: MailboxReceiver<ExecuteMsg>,
     ) -> Self {
         let last_sent = store.head();
-        Finalizer {
-            executor,
+        Executor {
+            engine,
             overlay: Overlay::new(store),
             committed,
             commit,
             rx: Some(rx),
-            metrics: ActorMetrics::new("finalizer"),
-            sup: Supervisor::new(Site::Finalizer),
+            metrics: ActorMetrics::new("executor"),
+            sup: Supervisor::new(Site::Executor),
             last_sent,
         }
     }
@@ -78,7 +78,7 @@ impl Finalizer {
         self.overlay.committed(self.committed.load(Ordering::Acquire));
         let number = block.block.header.number;
         let start = Instant::now();
-        let outcome = match self.executor.execute(&self.overlay, block) {
+        let outcome = match self.engine.execute(&self.overlay, block) {
             Ok(o) => o,
             Err(e) => {
                 // Only a state read can fail; executing on state we could
@@ -172,7 +172,7 @@ fn raw_positions(block: &PreparedBlock, receipts: &[sluice_messages::Receipt]) -
     out
 }
 
-impl Actor for Finalizer {
+impl Actor for Executor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
@@ -182,11 +182,11 @@ impl Actor for Finalizer {
     }
 }
 
-impl Stage for Finalizer {
+impl Stage for Executor {
     type Msg = ExecuteMsg;
 
     fn attempt(&mut self, msg: &ExecuteMsg, inject: Inject) -> Result<(), AttemptError> {
-        inject.strike(Site::Finalizer)?;
+        inject.strike(Site::Executor)?;
         if self.overlay.base().halted().is_some() {
             return Ok(());
         }
@@ -212,12 +212,12 @@ impl Stage for Finalizer {
         {
             std::thread::sleep(Duration::from_millis(1));
         }
-        tracing::warn!(height = store.head(), "finalizer overlay rebuilt from the store");
+        tracing::warn!(height = store.head(), "executor overlay rebuilt from the store");
         self.overlay = Overlay::new(store);
     }
 
     fn abandon(&mut self, msg: &ExecuteMsg) {
-        report_abandoned("finalizer", msg.block.block.header.number, msg.block.txs.len());
+        report_abandoned("executor", msg.block.block.header.number, msg.block.txs.len());
     }
 
     fn supervisor(&mut self) -> &mut Supervisor {
@@ -225,7 +225,7 @@ impl Stage for Finalizer {
     }
 }
 
-impl StreamHandler<ExecuteMsg> for Finalizer {
+impl StreamHandler<ExecuteMsg> for Executor {
     fn handle(&mut self, msg: ExecuteMsg, _ctx: &mut Context<Self>) {
         let start = Instant::now();
         if self.overlay.base().halted().is_some() {
@@ -235,7 +235,7 @@ impl StreamHandler<ExecuteMsg> for Finalizer {
             self.metrics.handled(start);
             return;
         }
-        run_blocking(self, faults::point(Site::Finalizer), &msg);
+        run_blocking(self, faults::point(Site::Executor), &msg);
         self.metrics.handled(start);
     }
 }

@@ -16,7 +16,7 @@
 //! 2. **Correct**, as soon as the chunks before `k` are final (each comes
 //!    as the final values of what it changed), at the next transaction
 //!    boundary or at the chunk's end, whichever is first
-//!    (`finalize.rs`): the keys those chunks changed are dirty, and so is
+//!    (`correct.rs`): the keys those chunks changed are dirty, and so is
 //!    the coinbase (fees are credited here, in order, so only this step
 //!    sees it exact). A run that read no dirty key read exactly what it
 //!    would have read after those chunks: it stands. From the first run
@@ -39,8 +39,8 @@
 //! self-destructs, code changes, EIP-7702, touched accounts empty at block
 //! start; and a transaction over the block's gas left.
 
+mod correct;
 mod entry;
-mod finalize;
 mod lane;
 
 use std::{
@@ -53,8 +53,8 @@ use std::{
 };
 
 use alloy_primitives::B256;
+use correct::{Filters, Making};
 use entry::Key;
-use finalize::{Filters, Making};
 use lane::{Lane, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
 use sluice_state::StateReader;
@@ -118,8 +118,8 @@ struct Shared<'a> {
     error: Mutex<Option<ExecError>>,
     /// The change set, from the last chunk's worker.
     changes: Mutex<Option<ChangeSet>>,
-    /// Time spent finalizing, summed over workers, in nanoseconds.
-    finalize_ns: std::sync::atomic::AtomicU64,
+    /// Time spent correcting chunks, summed over workers, in nanoseconds.
+    correct_ns: std::sync::atomic::AtomicU64,
     /// The block's receipts, gathered in order as chunks build theirs.
     gathered: Mutex<Gathered>,
 }
@@ -151,7 +151,7 @@ pub(crate) fn run(
         declined: Mutex::new(None),
         error: Mutex::new(None),
         changes: Mutex::new(None),
-        finalize_ns: Default::default(),
+        correct_ns: Default::default(),
         gathered: Mutex::new(Gathered::default()),
     };
     let done = workers.each(|w| {
@@ -209,7 +209,7 @@ pub(crate) fn run(
         workers: n as u32,
         reruns,
         speculate,
-        validate: Duration::from_nanos(shared.finalize_ns.into_inner()),
+        validate: Duration::from_nanos(shared.correct_ns.into_inner()),
         ..ExecStats::default()
     };
     Ok(Attempt::Done(BlockOutcome { receipts, skipped, gas_used, changes, stats }))
@@ -247,7 +247,7 @@ impl Shared<'_> {
     }
 }
 
-/// Transactions finalized before a block may be found contended.
+/// Transactions made final before a block may be found contended.
 const CONTENTION_TXS: usize = 4 * CHUNK_TXS;
 
 /// One worker: its chunks, in order.
@@ -297,7 +297,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
         let started = Instant::now();
         let (chunk, applied, kept) = making.close(&mut lane)?;
         filters = Some(kept);
-        shared.finalize_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        shared.correct_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         // A dependency chain (a counter every transaction increments):
         // every transaction reads what the chunk before changed, so each
         // one speculated runs again, and running in order is faster.
@@ -342,7 +342,7 @@ fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
 }
 
 /// Corrects chunk `k`'s runs so far (`runs`, of `txs`) against the chunks
-/// before it, which are final (see `finalize.rs`), with the worker's kept
+/// before it, which are final (see `correct.rs`), with the worker's kept
 /// `filters` if any; `n` workers.
 fn correct_now(
     lane: &mut Lane<'_>,
@@ -365,7 +365,7 @@ fn correct_now(
     };
     recycled.clear();
     let filters = filters.unwrap_or_else(Filters::new);
-    let making = finalize::correct(lane, shared, txs, runs, &before, (recycled, filters));
-    shared.finalize_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    let making = correct::correct(lane, shared, txs, runs, &before, (recycled, filters));
+    shared.correct_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     making
 }

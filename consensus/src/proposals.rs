@@ -1,4 +1,4 @@
-//! A validator's own lane: its non-empty proposals not yet resolved by
+//! A validator's own proposals: the non-empty ones not yet resolved by
 //! finalization.
 //!
 //! A validator proposes what its pool holds (its own clients'
@@ -17,11 +17,11 @@ use sluice_messages::RecoveredTx;
 
 /// Unresolved own proposals by height.
 #[derive(Debug, Default)]
-pub struct Lane {
+pub struct OwnProposals {
     entries: BTreeMap<u64, (B256, Vec<RecoveredTx>)>,
 }
 
-/// What finalizing a height did to the lane.
+/// What finalizing a height did to the own proposals.
 #[derive(Debug, Default)]
 pub struct Resolved {
     /// The finalized block was this validator's own proposal.
@@ -30,7 +30,7 @@ pub struct Resolved {
     pub restore: Vec<RecoveredTx>,
 }
 
-impl Lane {
+impl OwnProposals {
     /// Records a non-empty proposal.
     pub fn proposed(&mut self, height: u64, hash: B256, txs: Vec<RecoveredTx>) {
         if !txs.is_empty() {
@@ -101,44 +101,44 @@ mod tests {
 
     #[test]
     fn own_block_finalized_pops_it() {
-        let mut lane = Lane::default();
-        lane.proposed(5, B256::repeat_byte(5), vec![tx(1)]);
-        let r = lane.finalized(5, B256::repeat_byte(5));
+        let mut own = OwnProposals::default();
+        own.proposed(5, B256::repeat_byte(5), vec![tx(1)]);
+        let r = own.finalized(5, B256::repeat_byte(5));
         assert!(r.committed);
         assert!(r.restore.is_empty());
-        assert_eq!(lane.txs(), 0);
+        assert_eq!(own.txs(), 0);
     }
 
     #[test]
     fn lost_height_restores_it_and_its_descendants_in_order() {
-        let mut lane = Lane::default();
-        lane.proposed(5, B256::repeat_byte(5), vec![tx(1), tx(2)]);
-        lane.proposed(6, B256::repeat_byte(6), vec![tx(3)]);
-        let r = lane.finalized(5, B256::repeat_byte(0xee));
+        let mut own = OwnProposals::default();
+        own.proposed(5, B256::repeat_byte(5), vec![tx(1), tx(2)]);
+        own.proposed(6, B256::repeat_byte(6), vec![tx(3)]);
+        let r = own.finalized(5, B256::repeat_byte(0xee));
         assert!(!r.committed);
         let nonces: Vec<u64> = r.restore.iter().map(|t| t.nonce()).collect();
         assert_eq!(nonces, vec![1, 2, 3]);
-        assert_eq!(lane.lowest(), None);
+        assert_eq!(own.lowest(), None);
     }
 
     #[test]
     fn empty_proposals_are_not_tracked_and_others_heights_pass_by() {
-        let mut lane = Lane::default();
-        lane.proposed(5, B256::repeat_byte(5), vec![]);
-        assert_eq!(lane.lowest(), None);
-        lane.proposed(7, B256::repeat_byte(7), vec![tx(1)]);
-        let r = lane.finalized(6, B256::repeat_byte(6));
+        let mut own = OwnProposals::default();
+        own.proposed(5, B256::repeat_byte(5), vec![]);
+        assert_eq!(own.lowest(), None);
+        own.proposed(7, B256::repeat_byte(7), vec![tx(1)]);
+        let r = own.finalized(6, B256::repeat_byte(6));
         assert!(!r.committed && r.restore.is_empty());
-        assert_eq!(lane.lowest(), Some(7));
+        assert_eq!(own.lowest(), Some(7));
     }
 
     #[test]
     fn consistency_needs_every_entry_to_be_an_ancestor() {
-        let mut lane = Lane::default();
-        assert!(lane.consistent_with(3, |_| None));
-        lane.proposed(4, B256::repeat_byte(4), vec![tx(1)]);
-        assert!(!lane.consistent_with(3, |_| None), "an entry above the parent is on another branch");
-        assert!(lane.consistent_with(4, |h| (h == 4).then(|| B256::repeat_byte(4))));
-        assert!(!lane.consistent_with(5, |h| (h == 4).then(|| B256::repeat_byte(9))));
+        let mut own = OwnProposals::default();
+        assert!(own.consistent_with(3, |_| None));
+        own.proposed(4, B256::repeat_byte(4), vec![tx(1)]);
+        assert!(!own.consistent_with(3, |_| None), "an entry above the parent is on another branch");
+        assert!(own.consistent_with(4, |h| (h == 4).then(|| B256::repeat_byte(4))));
+        assert!(!own.consistent_with(5, |h| (h == 4).then(|| B256::repeat_byte(9))));
     }
 }

@@ -31,12 +31,12 @@ use serde_json::Value;
 use sluice_messages::RecoveredTx;
 use sluice_rpc::{error::RpcError, BoxFuture, Pipeline};
 use sluice_store::{StateReader, Store};
-use sluice_txpool::{AdmissionRules, PoolCounters, TxError};
+use sluice_txpool::{PoolCounters, TxError};
 use tokio::sync::oneshot;
 
 use crate::{
     faults::{self, Action, Site},
-    mailbox::{mailbox, MailboxSender},
+    mailbox::MailboxSender,
     metrics as m,
     protocol::{AdmitTx, CommittedAccount, NonceMsg},
     recovery::{Batch, Recovered, Recovery},
@@ -57,37 +57,6 @@ pub struct Admission {
     pub pool: Arc<PoolCounters>,
     /// False once shutdown began: new transactions are refused.
     pub accepting: AtomicBool,
-}
-
-impl Admission {
-    /// An admission with no pipeline behind it, for answering request
-    /// bodies in process (the fuzz targets, tests of the JSON-RPC layer):
-    /// the nonce mailbox is closed, so `eth_sendRawTransaction` runs every
-    /// check, sender recovery included, then answers "admission stopped".
-    pub fn offline(store: Arc<Store>, rules: AdmissionRules) -> std::io::Result<Admission> {
-        let (nonce, _closed) = mailbox::<NonceMsg>("nonce", 1);
-        let (recovery, _probe) = Recovery::start(1, 64, rules)?;
-        Ok(Admission {
-            store,
-            nonce,
-            recovery,
-            pool: Arc::new(PoolCounters::new(1000, 1 << 20)),
-            accepting: AtomicBool::new(true),
-        })
-    }
-}
-
-/// A JSON-RPC state over `store` with [`Admission::offline`] behind it:
-/// what the fuzz targets and the JSON-RPC layer's tests answer bodies with.
-pub fn offline_rpc_state(
-    store: Arc<Store>,
-    rules: AdmissionRules,
-    exec: sluice_executor::ExecConfig,
-    limits: sluice_config::RpcConfig,
-) -> std::io::Result<Arc<sluice_rpc::RpcState>> {
-    let admission = Arc::new(Admission::offline(Arc::clone(&store), rules.clone())?);
-    let events = sluice_rpc::events::ChainEvents::new(0, 1024);
-    Ok(Arc::new(sluice_rpc::RpcState::new(store, admission, rules, exec, limits, events)))
 }
 
 impl Pipeline for Admission {

@@ -34,10 +34,9 @@ use std::{
 
 use actix::prelude::*;
 use alloy_primitives::{Address, B256};
-use sluice_store::Store;
 use tokio::sync::oneshot;
 
-use sluice_rpc::events::ChainEvents;
+use sluice_store::{ChainEvents, Store};
 use sluice_txpool::PendingTxs;
 
 use crate::{

@@ -13,8 +13,8 @@
 //! - [`mailbox`]: bounded mailboxes with depth metrics.
 //! - [`admission`], [`recovery`], [`nonce`], [`shard`], [`producer`], [`preparer`],
 //!   [`executor`], [`committer`]: the stages, one actor per file.
-//! - [`rpc`]: the JSON-RPC server (the `sluice-rpc` crate), which reaches
-//!   the pipeline through [`admission::Admission`].
+//! - The JSON-RPC server is the `sluice-rpc` crate; it reaches the
+//!   pipeline through [`admission::Admission`].
 //! - [`metrics`]: metric names and the Prometheus exporter.
 //! - [`faults`]: named failpoints; [`supervise`]: panic containment,
 //!   restarts and escalation to a halt.
@@ -34,12 +34,10 @@ pub mod producer;
 pub mod protocol;
 pub mod recovery;
 pub mod replay;
-#[cfg(test)]
-mod test_support;
-/// The JSON-RPC server (the `sluice-rpc` crate).
-pub use sluice_rpc as rpc;
 pub mod shard;
 pub mod supervise;
+#[cfg(test)]
+mod test_support;
 
 pub use node::{build_genesis, Node, NodeError};
 pub use port::ValidatorPort;

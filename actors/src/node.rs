@@ -20,11 +20,10 @@ use actix::prelude::*;
 use alloy_primitives::U256;
 use sluice_config::{Config, Spec};
 use sluice_executor::{ExecConfig, OccExecutor};
-use sluice_store::{DurableOptions, Genesis, GenesisAccount, Store, SyncPolicy};
 use sluice_txpool::{dev_accounts, AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
 
-use sluice_rpc::events::ChainEvents;
+use sluice_store::{ChainEvents, DurableOptions, Genesis, GenesisAccount, Store, SyncPolicy};
 use sluice_txpool::PendingTxs;
 
 use crate::admission::Admission;
@@ -39,7 +38,6 @@ use crate::{
     producer::{Parent, Producer, ProducerMode, ProducerSettings},
     protocol::ProducerMsg,
     recovery::Recovery,
-    rpc::{self, RpcState},
     shard::ShardActor,
 };
 
@@ -156,7 +154,7 @@ pub struct Node {
     pub rpc_addr: SocketAddr,
     /// The committed chain.
     pub store: Arc<Store>,
-    rpc: Arc<RpcState>,
+    rpc: Arc<sluice_rpc::RpcState>,
     admission: Arc<Admission>,
     server: actix_web::dev::ServerHandle,
     producer: MailboxSender<ProducerMsg>,
@@ -368,7 +366,7 @@ impl Node {
             Recovery::start(p.recovery_workers(), p.recovery_queue_txs, rules.clone())
                 .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
         probes.push(recovery_probe);
-        let sync = Arc::new(rpc::sync::SyncStatus::default());
+        let sync = Arc::new(sluice_rpc::sync::SyncStatus::default());
         let admission = Arc::new(Admission {
             store: Arc::clone(&store),
             nonce: nonce_tx,
@@ -383,13 +381,20 @@ impl Node {
             Arc::clone(&store),
             Peers { outbound: peers_rx, admission: Arc::clone(&admission), sync: Arc::clone(&sync) },
         );
-        let pipeline = Arc::clone(&admission) as Arc<dyn rpc::Pipeline>;
-        let rpc = Arc::new(RpcState {
+        let pipeline = Arc::clone(&admission) as Arc<dyn sluice_rpc::Pipeline>;
+        let rpc = Arc::new(sluice_rpc::RpcState {
             pending,
             sync: Arc::clone(&sync),
-            ..RpcState::new(Arc::clone(&store), pipeline, rules, exec, cfg.rpc.clone(), chain_events)
+            ..sluice_rpc::RpcState::new(
+                Arc::clone(&store),
+                pipeline,
+                rules,
+                exec,
+                cfg.rpc.clone(),
+                chain_events,
+            )
         });
-        let (rpc_addr, server) = rpc::server::start(Arc::clone(&rpc))
+        let (rpc_addr, server) = sluice_rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;
         spawn_sampler(probes, counters, Arc::clone(&store), Arc::clone(&rpc.pending));
         tracing::info!(%rpc_addr, chain_id = cfg.chain.chain_id, accounts = genesis.alloc.len(), "sluice node started");

@@ -25,12 +25,11 @@ use std::{
 };
 
 use actix::prelude::*;
-use sluice_store::{StateReader, Store};
 use sluice_txpool::{
     check_funds, FutureLimits, FutureQueue, NonceBook, PoolCounters, Pooled, PreparedTxCache, TxError,
 };
 
-use sluice_rpc::events::ChainEvents;
+use sluice_store::{ChainEvents, StateReader, Store};
 use sluice_txpool::PendingTxs;
 
 use crate::{

@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use sluice_actors::rpc::RpcState;
+use sluice_rpc::RpcState;
 
 fn state() -> &'static (Arc<RpcState>, tokio::runtime::Runtime) {
     static STATE: OnceLock<(Arc<RpcState>, tokio::runtime::Runtime)> = OnceLock::new();
@@ -18,7 +18,7 @@ fn state() -> &'static (Arc<RpcState>, tokio::runtime::Runtime) {
 
 fuzz_target!(|data: &[u8]| {
     let (state, rt) = state();
-    if let Some(answer) = rt.block_on(sluice_actors::rpc::framing::handle_body(state, data)) {
+    if let Some(answer) = rt.block_on(sluice_rpc::framing::handle_body(state, data)) {
         let v: serde_json::Value = serde_json::from_slice(&answer).expect("the answer is JSON");
         let first = match &v {
             serde_json::Value::Array(items) => items.first().cloned().unwrap_or_default(),

@@ -1,13 +1,13 @@
 //! Shared setup of the fuzz targets: the admission rules and a JSON-RPC
-//! state with no running pipeline (the nonce mailbox is closed, so
-//! `eth_sendRawTransaction` runs every check and then answers "admission
-//! stopped"). The block gas limit is small so a fuzzed `eth_call` cannot
+//! state with no running pipeline (`sluice_rpc::offline`:
+//! `eth_sendRawTransaction` runs the stateless checks and sender recovery,
+//! then answers "admission stopped"). The block gas limit is small so a fuzzed `eth_call` cannot
 //! run for seconds.
 
 use std::sync::Arc;
 
 use alloy_primitives::{Address, U256};
-use sluice_actors::rpc::RpcState;
+use sluice_rpc::RpcState;
 use sluice_store::{Genesis, GenesisAccount, Store};
 use sluice_txpool::AdmissionRules;
 
@@ -38,6 +38,5 @@ pub fn offline_state() -> Arc<RpcState> {
     let mut limits = sluice_config::Config::default().rpc;
     limits.max_batch_len = 50;
     let exec = sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague };
-    sluice_actors::admission::offline_rpc_state(Arc::new(Store::new(&genesis)), rules(), exec, limits)
-        .expect("recovery threads start")
+    sluice_rpc::offline::offline_state(Arc::new(Store::new(&genesis)), rules(), exec, limits)
 }

@@ -7,16 +7,17 @@
 //!
 //! It depends on no actor system: it reads the store, and reaches the
 //! pipeline through the [`Pipeline`] handle the node gives it; committed
-//! heights come as [`events::ChainEvents`].
+//! heights come as [`sluice_store::ChainEvents`].
 
 pub mod error;
 pub mod eth;
-pub mod events;
 pub mod filters;
 pub mod format;
 pub mod framing;
 pub(crate) mod logs;
 pub mod metrics;
+#[cfg(feature = "offline")]
+pub mod offline;
 pub mod params;
 pub mod pipeline;
 pub(crate) mod reply;
@@ -36,7 +37,7 @@ use sluice_executor::ExecConfig;
 use sluice_store::Store;
 use sluice_txpool::{AdmissionRules, PendingTxs};
 
-use events::ChainEvents;
+use sluice_store::ChainEvents;
 
 /// Everything an RPC worker needs, shared by all workers.
 pub struct RpcState {

@@ -3,7 +3,7 @@
 //! through the same framing and limits as HTTP (`framing::respond`, then
 //! [`eth::dispatch`](super::eth::dispatch)) and serves `eth_subscribe` /
 //! `eth_unsubscribe` for `newHeads`, `logs` and `newPendingTransactions`, as
-//! geth does (the last from the pending feed, `events::PendingFeed`).
+//! geth does (the last from the pending feed, `sluice_store::PendingFeed`).
 //!
 //! Built on `actix-ws`, not `actix-web-actors` (deprecated): a connection is
 //! one async task that owns its session, so every queue and timeout is
@@ -27,7 +27,7 @@
 //! past it), batches and replies by the HTTP limits.
 //!
 //! Nothing is buffered for a slow consumer: store commit publishes only the
-//! committed height ([`ChainEvents`](crate::events::ChainEvents)); each
+//! committed height ([`ChainEvents`](sluice_store::ChainEvents)); each
 //! connection reads the blocks it has not delivered yet from the store and
 //! queues at most actix-ws's 32 frames towards the socket. A connection that
 //! falls behind or stops reading is disconnected.

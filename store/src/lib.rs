@@ -21,12 +21,15 @@
 //! implements, from `sluice-state`), [`overlay`] (executed-but-uncommitted
 //! blocks over the store), [`apphash`] (the chained blake3 app hash),
 //! [`genesis`] and [`genesis_json`] (dev and geth-style allocations),
-//! [`guard`] (a database library's panics on damaged files become errors).
+//! [`guard`] (a database library's panics on damaged files become errors),
+//! [`events`] (committed heights, shutdown and the pending-transaction
+//! feed, published by the pipeline and read by the RPC layer).
 
 pub mod apphash;
 pub mod cache;
 pub mod chain;
 pub mod db;
+pub mod events;
 pub mod genesis;
 pub mod genesis_json;
 pub mod guard;
@@ -41,6 +44,7 @@ pub mod write;
 pub use cache::{CacheBytes, CacheStats};
 pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, StateAt, Store};
 pub use db::{DbLimits, SyncPolicy};
+pub use events::{ChainEvents, PendingFeed};
 pub use genesis::{Genesis, GenesisAccount, Synthetic};
 pub use overlay::{Layer, Overlay};
 pub use reader::{Account, StateReader, StoreError, EMPTY_CODE_HASH};

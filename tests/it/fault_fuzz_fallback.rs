@@ -14,7 +14,7 @@ use std::{
 use alloy_primitives::{Bytes, U256};
 use rand::{Rng, RngCore, SeedableRng};
 use serde_json::Value;
-use sluice_actors::rpc::RpcState;
+use sluice_rpc::RpcState;
 use sluice_store::{Genesis, GenesisAccount, Store};
 use sluice_txpool::{admit_stateless, AdmissionRules};
 
@@ -28,8 +28,9 @@ fn rules() -> AdmissionRules {
     AdmissionRules::new(CHAIN_ID, 1_000_000, BASE_FEE)
 }
 
-/// An RPC state without a running pipeline: the nonce mailbox is closed,
-/// so admission answers "admission stopped" after every check ran.
+/// An RPC state without a running pipeline (`sluice_rpc::offline`):
+/// submissions are checked and recovered, then answered "admission
+/// stopped".
 fn offline_state() -> Arc<RpcState> {
     let mut alloc = std::collections::BTreeMap::new();
     for i in 0..4 {
@@ -50,8 +51,7 @@ fn offline_state() -> Arc<RpcState> {
     let mut limits = sluice_config::Config::default().rpc;
     limits.max_batch_len = 50;
     let exec = sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague };
-    sluice_actors::admission::offline_rpc_state(Arc::new(Store::new(&genesis)), rules(), exec, limits)
-        .expect("recovery threads start")
+    sluice_rpc::offline::offline_state(Arc::new(Store::new(&genesis)), rules(), exec, limits)
 }
 
 /// One random mutation of `input`, sometimes spliced with `other`.
@@ -197,7 +197,7 @@ fn mutated_json_rpc_bodies_always_get_a_json_rpc_answer() {
         let a = &corpus[rng.random_range(0..corpus.len())];
         let b = &corpus[rng.random_range(0..corpus.len())];
         let body = mutate(&mut rng, a, b);
-        let answer = rt.block_on(sluice_actors::rpc::framing::handle_body(&state, &body));
+        let answer = rt.block_on(sluice_rpc::framing::handle_body(&state, &body));
         if let Some(bytes) = answer {
             let v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                 panic!("seed {seed}: answer is not JSON ({e}) for {:?}", String::from_utf8_lossy(&body))

@@ -1,5 +1,8 @@
 //! Chain events for subscribers: the height of the last committed block,
-//! published by store commit, and the node's shutdown.
+//! published by store commit, the node's shutdown, and the transactions
+//! entering the mempool. Here, beside the chain they describe, so the
+//! pipeline publishing them and the RPC layer reading them reach them
+//! without depending on each other.
 //!
 //! Only the height is published, on a `tokio::sync::watch` channel: it holds
 //! one value, so publishing never waits and never buffers, however slow a

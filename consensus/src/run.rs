@@ -99,6 +99,10 @@ pub enum ConsensusError {
     /// The consensus thread ended before saying it had started.
     #[error("consensus thread ended before starting")]
     EndedBeforeStarting,
+    /// Consensus did not start; why went to the starter, as the error
+    /// [`spawn`] returned. (The thread's own result, once joined.)
+    #[error("consensus did not start (the error spawn returned says why)")]
+    DidNotStart,
 }
 
 /// A running validator's consensus.
@@ -166,10 +170,11 @@ async fn run<B: Backend>(
     stop: tokio::sync::oneshot::Receiver<()>,
     started: std::sync::mpsc::Sender<Result<(), ConsensusError>>,
 ) -> Result<(), ConsensusError> {
+    // Why it did not start goes to the starter, whole; the thread ends
+    // with a marker rather than a second copy of it.
     let fail = |e: ConsensusError| {
-        let msg = e.to_string();
         let _ = started.send(Err(e));
-        ConsensusError::Config(msg)
+        ConsensusError::DidNotStart
     };
     let participants = cfg.set.public_keys().map_err(|e| fail(ConsensusError::Config(e)))?;
     let mut peers = Vec::with_capacity(cfg.set.validator.len());

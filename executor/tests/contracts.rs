@@ -242,3 +242,49 @@ fn out_of_gas_consumes_the_limit_and_cancun_blocks_run() {
         assert!(!listed(&out, spinner));
     }
 }
+
+/// The counter and token every workload and test shares
+/// (`sluice_load::contracts`), through revm: the token mints, transfers,
+/// refuses a transfer past the balance and reports balances; the counter
+/// counts, logs and reverts on request.
+#[test]
+fn the_shared_counter_and_token_behave_as_documented() {
+    use sluice_load::contracts::{call_address_amount, BALANCE_OF_SELECTOR, MINT_SELECTOR};
+    let mut state = funded_state();
+    let (token, counter) = (Address::repeat_byte(0x70), Address::repeat_byte(0xc0));
+    state.set_code(token, erc20::runtime());
+    state.set_code(counter, counter_runtime());
+    let (alice, bob) = (signer(1), signer(2));
+    let call =
+        |s: &sluice_txpool::Signer, nonce, to, data| eip1559(s, nonce, TxKind::Call(to), 0, data, 100_000);
+    let b = block(
+        1,
+        GAS_LIMIT,
+        vec![
+            call(&alice, 0, token, call_address_amount(MINT_SELECTOR, alice.address(), U256::from(100))),
+            call(&alice, 1, token, erc20::transfer_call(bob.address(), 30)),
+            call(&bob, 0, token, erc20::transfer_call(alice.address(), 50)),
+            call(&alice, 2, counter, Bytes::new()),
+            call(&alice, 3, counter, Bytes::from_static(&[0xff])),
+        ],
+    );
+    let out = run(&state, &b);
+    let ok: Vec<bool> = out.receipts.iter().map(|r| r.success).collect();
+    assert_eq!(ok, [true, true, false, true, false], "{:?}", out.receipts);
+    let topics = &out.receipts[1].logs[0].topics;
+    assert_eq!(topics[0], erc20::transfer_topic());
+    assert_eq!(topics[1..], [alice.address().into_word(), bob.address().into_word()]);
+    assert_eq!(out.receipts[3].logs[0].topics[0], sluice_load::contracts::counter_topic());
+    assert_eq!(out.receipts[4].output, Bytes::from_static(&[0xde, 0xad, 0xbe, 0xef]));
+    let end = after(&state, &out);
+    assert_eq!(end.get_storage(&token, &erc20::balance_slot(alice.address())), U256::from(70));
+    assert_eq!(end.get_storage(&token, &erc20::balance_slot(bob.address())), U256::from(30));
+    assert_eq!(end.get_storage(&counter, &U256::ZERO), U256::from(1));
+    let h = header(2, GAS_LIMIT);
+    let mut balance_of = BALANCE_OF_SELECTOR.to_vec();
+    balance_of.extend_from_slice(bob.address().into_word().as_slice());
+    let req =
+        sluice_executor::CallRequest { to: Some(token), input: balance_of.into(), ..Default::default() };
+    let got = sluice_executor::call(&end, &cfg(), &h, &req).expect("call runs");
+    assert_eq!(got.output, Bytes::from(U256::from(30).to_be_bytes::<32>().to_vec()));
+}

@@ -177,7 +177,7 @@ struct FailingAt<'s> {
 impl StateReader for FailingAt<'_> {
     fn account(&self, address: &Address) -> Result<Option<Account>, StoreError> {
         if *address == self.broken {
-            return Err(StoreError::Io("injected read failure".into()));
+            return Err(StoreError::Io(std::io::Error::other("injected read failure")));
         }
         self.state.account(address)
     }

@@ -31,13 +31,19 @@ impl Default for Account {
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The underlying storage failed to read or write.
+    /// The underlying storage failed to read or write: the operating
+    /// system's error, kept whole (its kind tells a full disk from a
+    /// timeout), with what was being done in its message.
     #[error("storage I/O error: {0}")]
-    Io(String),
-    /// Stored data is corrupt or from another chain.
+    Io(#[from] std::io::Error),
+    /// Stored data is corrupt or from another chain: what was found, for
+    /// the operator (nothing matches on it).
     #[error("corrupt store: {0}")]
     Corrupt(String),
-    /// An earlier commit failed; the store accepts no more writes.
+    /// An earlier commit failed, or consensus found this node's state
+    /// wrong; the store accepts no more writes. The reason is the first
+    /// failure's text, given to every later caller (the failure itself
+    /// was returned once, to the commit that met it).
     #[error("store halted after a failed commit: {0}")]
     Halted(String),
     /// State at a block older than the node keeps (pruned, or committed

@@ -496,7 +496,9 @@ impl Store {
         let mut synced = false;
         if let Some(db) = &self.db {
             let result = if number == self.fail_commit_at {
-                Err(StoreError::Io(format!("injected commit failure at height {number}")))
+                Err(StoreError::Io(std::io::Error::other(format!(
+                    "injected commit failure at height {number}"
+                ))))
             } else {
                 let db = db.read_recursive();
                 match db.as_ref().map(|db| (db.vault(number), db)) {

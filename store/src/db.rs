@@ -154,7 +154,7 @@ impl Db {
         memory: DbLimits,
     ) -> Result<(Db, Option<Loaded>), StoreError> {
         refuse_older_engine(dir)?;
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::Io(e.to_string()))?;
+        std::fs::create_dir_all(dir).map_err(|e| in_context(e, &format!("creating {}", dir.display())))?;
         let mut me = Self::open_at(dir.join(DB_DIR), policy, memory)?;
         match me.identity()? {
             None => {
@@ -200,7 +200,7 @@ impl Db {
             }
             e => match db_error(e) {
                 StoreError::Corrupt(why) => corrupt(format!("cannot open {}: {why}", path.display())),
-                StoreError::Io(why) => StoreError::Io(format!("cannot open {}: {why}", path.display())),
+                StoreError::Io(e) => in_context(e, &format!("cannot open {}", path.display())),
                 other => other,
             },
         };
@@ -506,7 +506,8 @@ impl Db {
             // Fails once a flush failed.
             self.db.persist(PersistMode::Buffer).map_err(db_error)?;
             if std::time::Instant::now() > deadline {
-                return Err(StoreError::Io(format!("flushing its tables took over {within:?}")));
+                let why = format!("flushing its tables took over {within:?}");
+                return Err(StoreError::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, why)));
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -538,9 +539,14 @@ impl Db {
             let mut b = self.db.batch().durability(Some(PersistMode::SyncAll));
             b.remove(&self.t.meta, OPEN_MARK);
             b.commit().map_err(|e| match db_error(e) {
-                StoreError::Io(why) => StoreError::Io(format!("closing {}: {why}", path.display())),
+                StoreError::Io(e) => in_context(e, &format!("closing {}", path.display())),
                 other => other,
             })
         })
     }
+}
+
+/// `e` with what was being done ahead of its message, its kind kept.
+fn in_context(e: std::io::Error, doing: &str) -> StoreError {
+    StoreError::Io(std::io::Error::new(e.kind(), format!("{doing}: {e}")))
 }

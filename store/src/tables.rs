@@ -39,12 +39,15 @@ impl StoredBlock {
 /// checksum mismatch or undecodable block is damage.
 pub(crate) fn db_error(e: fjall::Error) -> StoreError {
     match e {
-        fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e)) => StoreError::Io(e.to_string()),
+        fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e)) => StoreError::Io(e),
         fjall::Error::JournalRecovery(e) => StoreError::Corrupt(format!("its journal cannot be read: {e:?}")),
-        fjall::Error::Poisoned => {
-            StoreError::Io("an earlier write failed and the database refuses further writes".into())
-        }
-        fjall::Error::Locked => StoreError::Io("the data dir is in use by another process".into()),
+        fjall::Error::Poisoned => StoreError::Io(std::io::Error::other(
+            "an earlier write failed and the database refuses further writes",
+        )),
+        fjall::Error::Locked => StoreError::Io(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            "the data dir is in use by another process",
+        )),
         other => StoreError::Corrupt(format!("{other:?}")),
     }
 }

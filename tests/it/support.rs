@@ -391,31 +391,9 @@ pub fn legacy(from: &Signer, nonce: u64, to: Address, wei: u64, chain_id: Option
     }))
 }
 
-/// Runtime of the test counter contract: any call increments slot 0, logs
-/// the new value under [`counter_topic`] and returns it; calldata starting
-/// with 0xff reverts with 0xdeadbeef.
-pub fn counter_runtime() -> Vec<u8> {
-    let mut code = vec![0x60, 0x00, 0x35, 0x60, 0xf8, 0x1c, 0x60, 0xff, 0x14, 0x60, 0x45, 0x57];
-    code.extend([0x60, 0x00, 0x54, 0x60, 0x01, 0x01, 0x80, 0x60, 0x00, 0x55]);
-    code.extend([0x80, 0x60, 0x00, 0x52]);
-    code.push(0x7f);
-    code.extend_from_slice(counter_topic().as_slice());
-    code.extend([0x60, 0x20, 0x60, 0x00, 0xa1]);
-    code.extend([0x60, 0x20, 0x60, 0x00, 0xf3]);
-    assert_eq!(code.len(), 69, "jump destination must stay at 0x45");
-    code.extend([0x5b, 0x63, 0xde, 0xad, 0xbe, 0xef, 0x60, 0x00, 0x52, 0x60, 0x04, 0x60, 0x1c, 0xfd]);
-    code
-}
+pub use sluice_load::contracts::{counter_runtime, counter_topic};
 
 /// Init code deploying [`counter_runtime`].
 pub fn counter_initcode() -> Bytes {
-    let runtime = counter_runtime();
-    let mut code = vec![0x60, runtime.len() as u8, 0x80, 0x60, 0x0b, 0x60, 0x00, 0x39, 0x60, 0x00, 0xf3];
-    code.extend(runtime);
-    Bytes::from(code)
-}
-
-/// The counter's log topic.
-pub fn counter_topic() -> B256 {
-    alloy_primitives::keccak256("Incremented(uint256)")
+    sluice_load::contracts::initcode(&counter_runtime())
 }

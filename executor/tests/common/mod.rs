@@ -153,15 +153,10 @@ pub fn after(state: &MemState, outcome: &BlockOutcome) -> MemState {
 
 // ---- hand-assembled contracts ----
 
-/// Runtime: slot0 += 1, return the new value (any call).
+/// The counter of `sluice_load::contracts`: slot0 += 1, logs and returns
+/// the new value (calldata starting with 0xff reverts).
 pub fn counter_runtime() -> Bytes {
-    Bytes::from_static(&[
-        0x60, 0x00, 0x54, // SLOAD(0)
-        0x60, 0x01, 0x01, // +1
-        0x80, 0x60, 0x00, 0x55, // SSTORE(0, v)
-        0x60, 0x00, 0x52, // MSTORE(0, v)
-        0x60, 0x20, 0x60, 0x00, 0xf3, // RETURN(0, 32)
-    ])
+    Bytes::from(sluice_load::contracts::counter_runtime())
 }
 
 /// Runtime: LOG1(data = 32-byte word 0x2a, topic = 0xaa), STOP.

@@ -300,7 +300,7 @@ def pipeline():
          [t(rate("sluice_occ_blocks_total", by="path"), "{{path}}")], BLOCKPS, w=8,
          custom={"stacking": {"mode": "normal", "group": "A"}})
     d.ts("In-order share", "Share of blocks run in order, by why: small blocks, one worker, "
-         "what the parallel paths do not model, contention.",
+         "the chooser, what the parallel paths do not model, contention.",
          [t(rate("sluice_occ_blocks_total", extra='reason!=""', by="reason")
             + " / ignoring(reason) group_left sum(" + rate("sluice_occ_blocks_total") + ")", "{{reason}}")],
          "percentunit", w=8,

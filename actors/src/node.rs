@@ -287,11 +287,12 @@ impl Node {
         let execute_arbiter = Arbiter::new();
         {
             let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
-            let (workers, min_txs) = (p.execute_workers(), p.occ_min_block_txs);
+            let (workers, min_txs, explore) =
+                (p.execute_workers(), p.occ_min_block_txs, p.occ_explore_every_blocks);
             Executor::start_in_arbiter(&execute_arbiter.handle(), move |_| {
                 // The OCC executor runs small blocks in order itself and
                 // equals the sequential executor on every block.
-                let occ = OccExecutor::new(exec, workers, min_txs);
+                let occ = OccExecutor::new(exec, workers, min_txs).with_adaptive(explore);
                 Executor::new(Box::new(occ), store, committed, commit_tx, execute_rx)
             });
         }

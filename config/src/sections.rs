@@ -227,6 +227,11 @@ pub struct PipelineConfig {
     pub execute_workers: Option<usize>,
     /// Smallest block executed in parallel.
     pub occ_min_block_txs: usize,
+    /// With 2+ workers, blocks of contract calls run on lanes or in order,
+    /// whichever was faster per gas recently; every this many blocks the
+    /// other is tried (up to 4x less often while tries agree with the
+    /// choice). 0: always lanes.
+    pub occ_explore_every_blocks: u32,
 }
 
 impl PipelineConfig {

@@ -1,9 +1,9 @@
 //! Milliseconds per 5,000-transaction block: plain revm (`transact_commit`
 //! over a `CacheDB`), the sluice sequential executor (the oracle), the
 //! one-journal in-order executor, and the parallel executor with 1 worker
-//! and with 2 (as the node runs it: scheduled transfers, lanes, the one
-//! journal for what they give up on), on four workloads; and the
-//! machine's ceiling for two workers
+//! and with 2: on lanes alone (`occ/lanes`), and as the node runs it
+//! (lanes, and per block the faster of lanes and in order, see
+//! `occ/adaptive.rs`), on four workloads; and the machine's ceiling for two workers
 //! (how much more EVM work two independent revm runs at once get done than
 //! one). Every transaction is asserted to succeed, and every outcome to
 //! equal the oracle's. Each cell times the second of two blocks it runs
@@ -225,16 +225,18 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     let oracle = execute_block(&w.mem, &cfg(), &b).unwrap();
     assert!(oracle.skipped.is_empty() && oracle.receipts.iter().all(|r| r.success), "{name}: a tx failed");
     let occ1 = OccExecutor::new(cfg(), 1, 64);
-    let node2 = OccExecutor::new(cfg(), 2, 64);
-    let mut times: [Vec<Duration>; 5] = Default::default();
+    let lanes2 = OccExecutor::new(cfg(), 2, 64);
+    // As the node runs it (`pipeline.occ_explore_every_blocks = 8`).
+    let node2 = OccExecutor::new(cfg(), 2, 64).with_adaptive(8);
+    let mut times: [Vec<Duration>; 6] = Default::default();
     let mut modes = Vec::new();
     let mut ceiling = Vec::new();
     // Round-robin so that noise from other processes hits every column.
     // Each cell runs its block twice in a row and the second is timed
     // (unless OCC_BENCH_COLD is set): a node runs block after block on one
     // executor, and a cell timed right after another executor's block is
-    // measured partly on that one's leftovers. Timed that way, of two
-    // equal executors whichever came second was 4-7% faster, and the one
+    // measured partly on that one's leftovers. Timed that way, of lanes and
+    // node default whichever came second was 4-7% faster, and the one
     // journal, right after the oracle, ~25% slower than after itself.
     let warm = std::env::var("OCC_BENCH_COLD").is_err();
     for run in 0..runs + 2 {
@@ -257,8 +259,8 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
                 && journal.changes == seq.changes;
             assert!(same, "{name}: one journal differs from sequential");
         }
-        let mut occ_times = [Duration::ZERO; 2];
-        for (i, exec) in [&occ1, &node2].into_iter().enumerate() {
+        let mut occ_times = [Duration::ZERO; 3];
+        for (i, exec) in [&occ1, &lanes2, &node2].into_iter().enumerate() {
             if warm {
                 let first = exec.execute_block(&w.mem, &b).unwrap();
                 assert!(first.receipts.iter().all(|r| r.success), "{name}: a transaction failed");
@@ -266,6 +268,8 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
             let start = Instant::now();
             let out = exec.execute_block(&w.mem, &b).unwrap();
             occ_times[i] = start.elapsed();
+            // The adaptive executor runs its first block speculating and
+            // its second in order: check both, and the last.
             if run < 2 || run == runs + 1 {
                 assert!(
                     out.receipts == seq.receipts && out.changes == seq.changes && out.skipped.is_empty(),
@@ -273,12 +277,12 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
                 );
             }
             if run == runs + 1 {
-                let label = ["1w", "2w"][i];
+                let label = ["1w", "2w lanes", "2w node"][i];
                 modes.push(format!("{label}: {:?}", out.stats));
             }
         }
         if run >= 2 {
-            for (col, t) in [t0, t1, t2, occ_times[0], occ_times[1]].into_iter().enumerate() {
+            for (col, t) in [t0, t1, t2, occ_times[0], occ_times[1], occ_times[2]].into_iter().enumerate() {
                 times[col].push(t);
             }
             if run % 3 == 2 {
@@ -299,22 +303,22 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
         let r = ratios(col);
         r[r.len() / 2]
     };
-    let (by_node, by_journal, by_o1) = (ratio(4), ratio(2), ratio(3));
+    let (by_node, by_lanes, by_o1) = (ratio(5), ratio(4), ratio(3));
     // How much one round's ratio moves: the spread behind the medians.
     let quartiles = |col: usize| {
         let r = ratios(col);
         format!("{:.2}-{:.2}x", r[r.len() / 4], r[r.len() * 3 / 4])
     };
     eprintln!(
-        "    {name}: revm / OCC2, rounds' middle half {}; revm / one journal {}",
-        quartiles(4),
-        quartiles(2)
+        "    {name}: revm / OCC2 node, rounds' middle half {}; revm / OCC2 lanes {}",
+        quartiles(5),
+        quartiles(4)
     );
-    let [revm, seq, journal, o1, node] = times.map(median);
+    let [revm, seq, journal, o1, lanes, node] = times.map(median);
     ceiling.sort_by(f64::total_cmp);
     println!(
-        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {node:.2} | {by_node:.2}x \
-         | {by_journal:.2}x | {by_o1:.2}x | {:.2}x |",
+        "| {name} | {revm:.2} | {seq:.2} | {journal:.2} | {o1:.2} | {lanes:.2} | {node:.2} | {by_node:.2}x \
+         | {by_lanes:.2}x | {by_o1:.2}x | {:.2}x |",
         ceiling[ceiling.len() / 2]
     );
     for m in modes {
@@ -364,7 +368,7 @@ fn revm_run_after(
 }
 
 /// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the parallel executor
-/// in a loop, for a profiler; `<workers>` may also be `seq` (the oracle),
+/// (lanes, not adaptive), in a loop, for a profiler; `<workers>` may also be `seq` (the oracle),
 /// `journal`, `revm`, `ceiling` (print the two-worker ceiling), or `pair`:
 /// the one journal and the 2-worker OCC executor alternating block by block,
 /// medians and their ratio. On a noisy machine whole-process timings swing
@@ -462,9 +466,10 @@ fn main() {
     println!();
     println!(
         "| workload | revm transact_commit | sluice sequential (oracle) | sluice one journal | OCC 1 worker \
-         | OCC 2 workers (node) | revm / OCC2 | revm / one journal | revm / OCC1 | revm x2 ceiling |"
+         | OCC 2 lanes | OCC 2 node default | revm / OCC2 node | revm / OCC2 lanes \
+         | revm / OCC1 | revm x2 ceiling |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, make) in workloads {
         if only.as_deref().is_none_or(|o| name.contains(o)) {
             bench(name, make(), runs);

@@ -32,6 +32,7 @@
 //!    |                             | gave up: code, nonce or funds
 //!    |                             |   unexpected ---+
 //!    |-- one worker ---------------------------------+
+//!    |-- the chooser (occ/adaptive.rs) says in order +
 //!    |                                               |
 //!    v                                               v
 //!  lanes (occ/lanes/)                  one journal (journal/), exact,
@@ -51,8 +52,8 @@
 //! - [`journal`]: in-order execution on one revm journal for the whole
 //!   block, settling where a kept journal cannot reproduce a deletion; the
 //!   path of every block that does not run in parallel.
-//! - [`occ`]: the parallel executor (scheduled transfers, lanes), whose
-//!   results equal the sequential executor's.
+//! - [`occ`]: the parallel executor (scheduled transfers, lanes, the
+//!   chooser), whose results equal the sequential executor's.
 //! - [`keccak`]: a KECCAK256 instruction that remembers recent 64-byte
 //!   preimages (mapping slots), installed by every executor but the oracle.
 //! - [`stats`]: per-block execution statistics returned with each outcome.

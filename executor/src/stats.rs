@@ -69,6 +69,9 @@ pub enum InOrder {
     Configured,
     /// The block has fewer transactions than the parallel threshold.
     SmallBlock,
+    /// In order has recently been faster per gas than lanes for blocks of
+    /// contract calls (`occ/adaptive.rs`).
+    Adaptive,
     /// The parallel attempt gave up on something it does not model (lanes:
     /// a creation, a self-destruct, EIP-7702, an account empty at block
     /// start touched, a transaction over the block's gas left; scheduled
@@ -86,6 +89,7 @@ impl InOrder {
         match self {
             InOrder::Configured => "configured",
             InOrder::SmallBlock => "small_block",
+            InOrder::Adaptive => "adaptive",
             InOrder::Unsupported => "unsupported",
             InOrder::Contention => "contention",
         }

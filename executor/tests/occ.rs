@@ -407,3 +407,27 @@ fn empty_and_tiny_blocks_run_scheduled_too() {
         }
     }
 }
+
+/// With a mode chooser, blocks of contract calls alternate between lanes
+/// and in-order execution: the first two blocks run on lanes, the third
+/// in order (each mode measured once), later ones follow the timings
+/// and try the other mode every `explore_every_blocks`. Every outcome
+/// equals the oracle's, whichever mode ran.
+#[test]
+fn adaptive_executor_equals_sequential_in_both_modes() {
+    let exec = OccExecutor::new(cfg(), 2, 0).with_adaptive(2);
+    let mut modes = Vec::new();
+    for seed in 0..12u64 {
+        let s = gen::scenario(seed, 96);
+        let got = exec.execute_block(&s.state, &s.block).expect("executes");
+        check_same(&format!("adaptive seed {seed}"), &s.state, &run(&s.state, &s.block), &got);
+        if got.stats.path == ExecPath::Scheduled {
+            continue; // all plain transfers: scheduled before any choice
+        }
+        modes.push(got.stats.path.in_order() == Some(InOrder::Adaptive));
+    }
+    assert!(modes.len() >= 8, "the generator makes blocks of contract calls");
+    assert!(!modes[0] && !modes[1] && modes[2], "lanes twice, then in order: {modes:?}");
+    // Exploration every 2nd block: both modes keep running.
+    assert!(modes[3..].iter().any(|m| *m) && modes[3..].iter().any(|m| !*m), "{modes:?}");
+}

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use alloy_primitives::{Bytes, B256};
+use alloy_primitives::Bytes;
 use serde_json::{json, value::RawValue, Value};
 
 use super::{
@@ -165,55 +165,42 @@ async fn answer_batch(
         metrics::histogram!(m::RPC_SECONDS, "method" => label)
             .record_many(began.elapsed().as_secs_f64(), submitted);
     }
-    // Calls answered now (submissions, the transport's own methods,
-    // malformed calls) are kept as they are; the rest go to `dispatch` one
-    // at a time as their replies are written, so the response limit stops
-    // a batch of heavy calls at the first reply past it, with nothing run
-    // ahead of it or held beyond it.
-    let mut answers = Vec::with_capacity(calls.len());
-    for (call, sent) in calls.into_iter().zip(slots) {
-        answers.push(match call {
-            Err(reply) => Answer::Framed(reply),
-            Ok(Call { id, .. }) if sent => {
-                let result = admitted.next().unwrap_or(Err(TxError::Unavailable("admission stopped")));
-                Answer::Submitted(id, result)
-            }
-            Ok(call) => match answer_locally(&mut *local, &call) {
-                Some(result) => Answer::Answered(call.id, result),
-                None => Answer::Dispatched(call),
-            },
-        });
-    }
-    let mut out = Vec::with_capacity(answers.len() * 80);
+    // One pass, in the batch's order: each call is answered as its reply is
+    // written (submissions from what the batch admitted, the transport's
+    // own methods and malformed calls at once, the rest by `dispatch` one
+    // at a time), so the response limit stops a batch of heavy calls at the
+    // first reply past it, with nothing run ahead of it or held beyond it.
+    let mut out = Vec::with_capacity(calls.len() * 80);
     let mut tally = reply::Tally::default();
     out.push(b'[');
-    for answer in answers {
+    for (call, sent) in calls.into_iter().zip(slots) {
         let mark = out.len();
         if mark > 1 {
             out.push(b',');
         }
         // A notification is executed but not answered.
-        let wrote = match answer {
-            Answer::Framed(v) => {
+        let wrote = match call {
+            Err(v) => {
                 reply::write_value(&mut out, &v);
                 true
             }
-            Answer::Submitted(Some(id), result) => {
-                reply::write(&mut out, &id, &result.map_err(RpcError::from), &mut tally);
-                true
-            }
-            Answer::Answered(Some(id), result) => {
-                reply::write(&mut out, &id, &result, &mut tally);
-                true
-            }
-            Answer::Dispatched(Call { id, method, params }) => {
-                let result = dispatch_one(state, method, params).await;
+            Ok(Call { id, .. }) if sent => {
+                let result = admitted.next().unwrap_or(Err(TxError::Unavailable("admission stopped")));
                 if let Some(id) = &id {
-                    reply::write(&mut out, id, &result, &mut tally);
+                    reply::write(&mut out, id, &result.map_err(RpcError::from), &mut tally);
                 }
                 id.is_some()
             }
-            Answer::Submitted(None, _) | Answer::Answered(None, _) => false,
+            Ok(call) => {
+                let result = match answer_locally(&mut *local, &call) {
+                    Some(result) => result,
+                    None => dispatch_one(state, call.method, call.params).await,
+                };
+                if let Some(id) = &call.id {
+                    reply::write(&mut out, id, &result, &mut tally);
+                }
+                call.id.is_some()
+            }
         };
         if !wrote {
             out.truncate(mark);
@@ -231,18 +218,6 @@ async fn answer_batch(
     }
     out.push(b']');
     Some(out)
-}
-
-/// A batch call's answer, before it is written.
-enum Answer {
-    /// A malformed call: its error reply, built when it was read.
-    Framed(Value),
-    /// A submission the batch admitted: its hash, or why it was refused.
-    Submitted(Option<Value>, Result<B256, TxError>),
-    /// Answered by the transport itself.
-    Answered(Option<Value>, Result<Value, RpcError>),
-    /// To be answered by [`eth::dispatch`] when its reply is written.
-    Dispatched(Call),
 }
 
 /// A call whose framing is valid.

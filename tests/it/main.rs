@@ -29,6 +29,7 @@ mod future_nonces_wait_for_their_gap;
 mod idle_chain_seals_empty_blocks;
 mod idle_validators_seal_slowly;
 mod json_rpc_framing;
+mod load_workloads_are_included;
 mod mailbox_bounds_hold;
 mod overload_sheds_and_recovers;
 mod recovery_queue_sheds;

@@ -23,6 +23,9 @@ pub enum ErrorClass {
     Underpriced,
     /// `insufficient funds`.
     InsufficientFunds,
+    /// The node takes no transactions now: shutting down, a stage stopped,
+    /// or its store halted (sluice's `transaction admission unavailable`).
+    Unavailable,
     /// The HTTP exchange itself failed (timeout, reset, non-200): the
     /// outcome of the batch's transactions is unknown.
     Transport,
@@ -32,13 +35,14 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in display order.
-    pub const ALL: [ErrorClass; 8] = [
+    pub const ALL: [ErrorClass; 9] = [
         ErrorClass::TxpoolFull,
         ErrorClass::NonceTooHigh,
         ErrorClass::NonceTooLow,
         ErrorClass::AlreadyKnown,
         ErrorClass::Underpriced,
         ErrorClass::InsufficientFunds,
+        ErrorClass::Unavailable,
         ErrorClass::Transport,
         ErrorClass::Other,
     ];
@@ -60,6 +64,8 @@ impl ErrorClass {
             ErrorClass::Underpriced
         } else if m.contains("insufficient funds") {
             ErrorClass::InsufficientFunds
+        } else if m.contains("admission unavailable") || m.contains("halted") || m.contains("shutting down") {
+            ErrorClass::Unavailable
         } else {
             ErrorClass::Other
         }
@@ -74,6 +80,7 @@ impl ErrorClass {
             ErrorClass::AlreadyKnown => "already_known",
             ErrorClass::Underpriced => "underpriced",
             ErrorClass::InsufficientFunds => "insufficient_funds",
+            ErrorClass::Unavailable => "unavailable",
             ErrorClass::Transport => "transport",
             ErrorClass::Other => "other",
         }
@@ -224,6 +231,11 @@ mod tests {
             ErrorClass::InsufficientFunds
         );
         assert_eq!(ErrorClass::classify("method not found"), ErrorClass::Other);
+        // sluice's wording when its store halted or it is shutting down.
+        let halted = "transaction admission unavailable: store halted: commit failed; writes stopped";
+        assert_eq!(ErrorClass::classify(halted), ErrorClass::Unavailable);
+        let stopping = "transaction admission unavailable: node is shutting down";
+        assert_eq!(ErrorClass::classify(stopping), ErrorClass::Unavailable);
     }
 
     #[test]

@@ -342,6 +342,14 @@ def admission():
          [t(quantile(0.5, "sluice_rpc_request_seconds", by="method"), "{{method}}")], "s")
     d.ts("Latency by method (p99)", "99th percentile JSON-RPC call latency by method.",
          [t(quantile(0.99, "sluice_rpc_request_seconds", by="method"), "{{method}}")], "s")
+    d.ts("Call pool", "Calls that run the EVM for a caller (eth_call, estimates, access lists, traces) "
+         "running on the call workers (rpc.call_workers) and waiting for one (rpc.call_queue_calls).",
+         [t(f"sluice_rpc_calls_running{sel()}", "running"), t(f"sluice_rpc_calls_queued{sel()}", "waiting")],
+         "short")
+    d.ts("Calls refused and timed out", "Calls refused with -32005 because every call worker was busy "
+         "and the queue full, and calls answered at their deadline (execution aborted).",
+         [t(f"sum({rate('sluice_rpc_calls_refused_total')})", "refused"),
+          t(f"sum({rate('sluice_rpc_calls_timed_out_total')})", "timed out")], "reqps")
 
     d.row("Transactions")
     d.ts("Admission outcomes by result", "Transactions offered to eth_sendRawTransaction, by outcome "

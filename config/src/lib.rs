@@ -134,6 +134,13 @@ impl Default for Config {
                 trace_timeout_ms: 5_000,
                 trace_max_timeout_ms: 30_000,
                 trace_max_bytes: 25 * 1024 * 1024,
+                gas_cap: 50_000_000,
+                evm_timeout_ms: 5_000,
+                evm_memory_limit_bytes: 256 * 1024 * 1024,
+                call_workers: None,
+                call_queue_calls: 16,
+                batch_timeout_ms: 25_000,
+                apis: "eth,net,web3,txpool,debug".into(),
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
             mempool: MempoolConfig {
@@ -279,7 +286,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 41] = [
+        let positive: [(&str, u64); 47] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -308,6 +315,12 @@ impl Config {
             ("rpc.trace_timeout_ms", self.rpc.trace_timeout_ms),
             ("rpc.trace_max_timeout_ms", self.rpc.trace_max_timeout_ms),
             ("rpc.trace_max_bytes", self.rpc.trace_max_bytes as u64),
+            ("rpc.gas_cap", self.rpc.gas_cap),
+            ("rpc.evm_timeout_ms", self.rpc.evm_timeout_ms),
+            ("rpc.evm_memory_limit_bytes", self.rpc.evm_memory_limit_bytes),
+            ("rpc.call_workers", self.rpc.call_workers() as u64),
+            ("rpc.call_queue_calls", self.rpc.call_queue_calls as u64),
+            ("rpc.batch_timeout_ms", self.rpc.batch_timeout_ms),
             ("mempool.shards", self.mempool.shards as u64),
             ("mempool.max_txs", self.mempool.max_txs as u64),
             ("mempool.max_txs_per_sender", u64::from(self.mempool.max_txs_per_sender)),

@@ -128,12 +128,50 @@ pub struct RpcConfig {
     /// logger's steps, estimated while it runs) is stopped with an error
     /// instead of being collected.
     pub trace_max_bytes: usize,
+    /// Gas a call run for a caller (`eth_call`, `eth_estimateGas`,
+    /// `eth_createAccessList`, `debug_traceCall`) may use, whatever it asks
+    /// for (geth's `--rpc.gascap`, 50M).
+    pub gas_cap: u64,
+    /// Wall time such a call may run (an estimate's whole search); past it
+    /// geth's `execution aborted (timeout = 5s)` (geth's `--rpc.evmtimeout`).
+    pub evm_timeout_ms: u64,
+    /// EVM memory, all frames together, such a call or a traced call may
+    /// use; past it the frame runs out of gas.
+    pub evm_memory_limit_bytes: u64,
+    /// Threads running the calls that execute the EVM or read many blocks
+    /// for a caller, off the HTTP workers; absent: half the cores, at
+    /// least one (see [`RpcConfig::call_workers`]).
+    pub call_workers: Option<usize>,
+    /// Such calls waiting for a call worker; past it (workers all busy and
+    /// the queue full) a new one is refused at once with -32005.
+    pub call_queue_calls: usize,
+    /// Wall time for one HTTP request or WebSocket message, a batch's calls
+    /// together; a call it has no time left for answers -32002 `request
+    /// timed out`.
+    pub batch_timeout_ms: u64,
+    /// Namespaces served (`eth`, `net`, `web3`, `txpool`, `debug`),
+    /// comma-separated, as geth's `--http.api`; a method of another answers
+    /// -32601.
+    pub apis: String,
 }
 
 impl RpcConfig {
     /// HTTP worker threads: as configured, else one per core.
     pub fn workers(&self) -> usize {
         self.workers.unwrap_or_else(crate::cores)
+    }
+
+    /// Call worker threads: as configured, else half the cores (at least
+    /// one), so heavy calls never take the whole machine from the chain.
+    pub fn call_workers(&self) -> usize {
+        self.call_workers.unwrap_or_else(|| (crate::cores() / 2).max(1))
+    }
+
+    /// Whether the namespace of `method` (the part before its first `_`)
+    /// is served.
+    pub fn serves(&self, method: &str) -> bool {
+        let namespace = method.split('_').next().unwrap_or_default();
+        self.apis.split(',').map(str::trim).any(|api| api == namespace)
     }
 
     /// Whether a page served from `origin` may call the node (CORS on HTTP,

@@ -173,7 +173,9 @@ fn node_config(
         set.chain_id, r.block_gas_limit, r.base_fee_wei
     );
     s.push_str(&spec.chain_section);
-    let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"", v.rpc_addr);
+    // No debug namespace on a validator: traces are the heaviest calls
+    // there are, and its cores are the chain's (README, "Namespaces").
+    let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"\napis = \"eth,net,web3,txpool\"", v.rpc_addr);
     let _ = writeln!(s, "\n[metrics]\naddr = \"{metrics}\"");
     let _ = writeln!(s, "\n[mempool]\nmax_tx_size_bytes = {}", r.max_tx_size_bytes);
     let _ = writeln!(

@@ -7,7 +7,7 @@ use alloy_primitives::Bytes;
 use revm::{
     context::{result::ExecutionResult, Context},
     context_interface::{result::EVMError, transaction::AccessList},
-    ExecuteEvm, InspectEvm, MainBuilder, MainContext,
+    InspectEvm, MainBuilder, MainContext,
 };
 use revm_inspectors::access_list::AccessListInspector;
 use sluice_messages::BlockHeader;
@@ -15,6 +15,7 @@ use sluice_state::StateReader;
 
 use crate::{
     call::{call_envs, halt_message, invalid_message, CallRequest},
+    deadline::{CallLimits, Watch},
     env::block_env,
     overlay::BlockState,
     revert_message, ExecConfig, ExecError,
@@ -33,23 +34,29 @@ pub struct AccessListOutcome {
 }
 
 /// Runs `req` once under the inspector to collect what it touches, then
-/// again with that list attached to measure its gas.
+/// again with that list attached to measure its gas, both within `limits`.
 pub fn create_access_list(
     state: &dyn StateReader,
     cfg: &ExecConfig,
+    limits: &CallLimits,
     header: &BlockHeader,
     req: &CallRequest,
 ) -> Result<AccessListOutcome, ExecError> {
-    let (env, mut tx) = call_envs(cfg, req)?;
+    let (env, mut tx) = call_envs(cfg, req, limits.memory_limit_bytes)?;
     tx.gas_limit = req.gas.unwrap_or(header.gas_limit);
     let mut inspector = AccessListInspector::new(req.access_list.clone().unwrap_or_default());
+    let mut watch = Watch::new(limits.deadline.clone());
     {
         let mut evm = Context::mainnet()
             .with_db(BlockState::with_capacity(state, 4))
             .with_block(block_env(header, cfg.spec))
             .with_cfg(env.clone())
-            .build_mainnet_with_inspector(&mut inspector);
-        match evm.inspect_tx(tx.clone()) {
+            .build_mainnet_with_inspector((&mut inspector, &mut watch));
+        let res = evm.inspect_tx(tx.clone());
+        if watch.hit() {
+            return Err(ExecError::Aborted(limits.deadline.message()));
+        }
+        match res {
             Ok(_) => {}
             Err(EVMError::Transaction(e)) => return Err(ExecError::InvalidCall(invalid_message(&e))),
             Err(EVMError::Database(e)) => return Err(e.into()),
@@ -64,8 +71,12 @@ pub fn create_access_list(
         .with_db(BlockState::with_capacity(state, 4))
         .with_block(block_env(header, cfg.spec))
         .with_cfg(env)
-        .build_mainnet();
-    let result = match evm.transact(tx) {
+        .build_mainnet_with_inspector(&mut watch);
+    let res = evm.inspect_tx(tx);
+    if evm.inspector.hit() {
+        return Err(ExecError::Aborted(limits.deadline.message()));
+    }
+    let result = match res {
         Ok(out) => out.result,
         Err(EVMError::Transaction(e)) => return Err(ExecError::InvalidCall(invalid_message(&e))),
         Err(EVMError::Database(e)) => return Err(e.into()),

@@ -16,13 +16,14 @@ use revm::{
     context_interface::{result::EVMError, transaction::AccessList},
     handler::{MainnetContext, MainnetEvm},
     primitives::KECCAK_EMPTY,
-    ExecuteEvm, MainBuilder, MainContext,
+    InspectEvm, MainBuilder, MainContext,
 };
 use sluice_messages::{BlockHeader, Log};
 use sluice_state::StateReader;
 
 use crate::{
     db::normalize_code_hash,
+    deadline::{CallLimits, Watch},
     env::{block_env, cfg_env},
     overlay::BlockState,
     sequential::log,
@@ -76,14 +77,15 @@ pub struct CallOutcome {
     pub halt_reason: Option<String>,
 }
 
-/// Executes a call without committing it.
+/// Executes a call without committing it, within `limits`.
 pub fn call(
     state: &dyn StateReader,
     cfg: &ExecConfig,
+    limits: &CallLimits,
     header: &BlockHeader,
     req: &CallRequest,
 ) -> Result<CallOutcome, ExecError> {
-    let mut sim = Simulator::new(state, cfg, header, req)?;
+    let mut sim = Simulator::new(state, cfg, limits, header, req)?;
     match sim.run(req.gas.unwrap_or(header.gas_limit))? {
         Run::Invalid(e) => Err(ExecError::InvalidCall(invalid_message(&e))),
         Run::Done(result) => Ok(outcome(result)),
@@ -93,14 +95,15 @@ pub fn call(
 /// Estimates the gas a call needs, like geth: the smallest gas limit at which
 /// it succeeds, searched between its gas use and the cap (the request's gas,
 /// else the block gas limit, lowered to what the sender can pay for at the
-/// given fee).
+/// given fee). The whole search shares `limits`' deadline.
 pub fn estimate_gas(
     state: &dyn StateReader,
     cfg: &ExecConfig,
+    limits: &CallLimits,
     header: &BlockHeader,
     req: &CallRequest,
 ) -> Result<u64, ExecError> {
-    let mut sim = Simulator::new(state, cfg, header, req)?;
+    let mut sim = Simulator::new(state, cfg, limits, header, req)?;
     let mut hi = match req.gas {
         Some(gas) if gas >= TX_GAS => gas,
         _ => header.gas_limit,
@@ -168,11 +171,13 @@ pub fn estimate_gas(
 
 /// The configuration and transaction `req` runs with, as geth runs calls:
 /// no nonce check, EIP-3607 and the block gas limit relaxed, and an
-/// unpriced call free of the base fee and balance checks. The gas limit is
-/// left 0 for the caller to set.
+/// unpriced call free of the base fee and balance checks, and the EVM's
+/// memory bounded by `memory_limit_bytes`. The gas limit is left 0 for the
+/// caller to set.
 pub(crate) fn call_envs(
     cfg: &ExecConfig,
     req: &CallRequest,
+    memory_limit_bytes: u64,
 ) -> Result<(revm::context::CfgEnv, TxEnv), ExecError> {
     let dynamic = req.max_fee_per_gas.is_some() || req.max_priority_fee_per_gas.is_some();
     if dynamic && req.gas_price.is_some() {
@@ -188,6 +193,7 @@ pub(crate) fn call_envs(
     env.disable_nonce_check = true;
     env.disable_eip3607 = true;
     env.disable_block_gas_limit = true;
+    env.memory_limit = memory_limit_bytes;
     if !priced {
         env.disable_base_fee = true;
         env.disable_balance_check = true;
@@ -225,9 +231,10 @@ enum Run {
     Invalid(InvalidTransaction),
 }
 
-/// A reusable EVM over the call's state, with the request as a template.
+/// A reusable EVM over the call's state, with the request as a template,
+/// watched by the call's deadline.
 struct Simulator<'a> {
-    evm: MainnetEvm<MainnetContext<BlockState<'a>>>,
+    evm: MainnetEvm<MainnetContext<BlockState<'a>>, Watch>,
     tx: TxEnv,
     /// Gas spent before refunds by the last run that executed.
     last_spent: u64,
@@ -237,23 +244,33 @@ impl<'a> Simulator<'a> {
     fn new(
         state: &'a dyn StateReader,
         cfg: &ExecConfig,
+        limits: &CallLimits,
         header: &BlockHeader,
         req: &CallRequest,
     ) -> Result<Self, ExecError> {
-        let (env, tx) = call_envs(cfg, req)?;
+        let (env, tx) = call_envs(cfg, req, limits.memory_limit_bytes)?;
         let evm = Context::mainnet()
             .with_db(BlockState::with_capacity(state, 4))
             .with_block(block_env(header, cfg.spec))
             .with_cfg(env)
-            .build_mainnet();
+            .build_mainnet_with_inspector(Watch::new(limits.deadline.clone()));
         Ok(Simulator { evm, tx, last_spent: 0 })
     }
 
-    /// Runs the request with `gas`, discarding its state changes.
+    /// Runs the request with `gas`, discarding its state changes; past the
+    /// deadline (before or during the run), geth's timeout error.
     fn run(&mut self, gas: u64) -> Result<Run, ExecError> {
+        if self.evm.inspector.hit() {
+            return Err(ExecError::Aborted(self.evm.inspector.deadline().message()));
+        }
         let mut tx = self.tx.clone();
         tx.gas_limit = gas;
-        match self.evm.transact(tx) {
+        let res = self.evm.inspect_tx(tx);
+        // A stopped run unwinds as out of gas: its cause is the deadline's.
+        if self.evm.inspector.hit() {
+            return Err(ExecError::Aborted(self.evm.inspector.deadline().message()));
+        }
+        match res {
             Ok(out) => {
                 self.last_spent = out.result.gas().total_gas_spent();
                 Ok(Run::Done(out.result))

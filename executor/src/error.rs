@@ -35,6 +35,10 @@ pub enum ExecError {
     /// (`trace_limits`); the message is geth's or names the limit.
     #[error("{0}")]
     TraceStopped(String),
+    /// A call, estimate or access list passed its deadline; the message is
+    /// geth's (`execution aborted (timeout = 5s)`).
+    #[error("{0}")]
+    Aborted(String),
 }
 
 /// Selector of Solidity's `Error(string)`.

@@ -60,6 +60,8 @@
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
 //! - [`access_list`]: `eth_createAccessList` (revm-inspectors).
 //! - [`overrides`]: geth's state and block overrides for calls and traces.
+//! - [`deadline`]: a caller's EVM run bounded in time (cancellable) and
+//!   memory.
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - [`trace`]: geth's `debug_trace*` tracers (revm-inspectors).
@@ -72,6 +74,7 @@
 pub mod access_list;
 pub mod call;
 pub mod db;
+pub mod deadline;
 mod env;
 mod error;
 pub mod journal;
@@ -93,6 +96,7 @@ use sluice_state::StateReader;
 
 pub use access_list::{create_access_list, AccessListOutcome};
 pub use call::{call, estimate_gas, CallOutcome, CallRequest};
+pub use deadline::{CallLimits, Deadline};
 pub use env::{ExecConfig, Spec};
 pub use error::{revert_message, revert_reason, ExecError};
 pub use journal::execute_block_one_journal;

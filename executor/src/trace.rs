@@ -31,7 +31,7 @@ use crate::{
     env::{block_env, cfg_env, tx_env},
     overlay::BlockState,
     trace_geth::{self, PrestateOptions, TxLookups},
-    trace_limits::{Budget, TraceLimits},
+    trace_limits::{Budget, StepRecords, TraceLimits},
     ExecConfig, ExecError,
 };
 
@@ -107,7 +107,7 @@ pub fn trace_call(
     opts: GethDebugTracingOptions,
     limits: &TraceLimits,
 ) -> Result<GethTrace, ExecError> {
-    let (env, mut tx) = call_envs(cfg, req)?;
+    let (env, mut tx) = call_envs(cfg, req, limits.memory_limit_bytes)?;
     tx.gas_limit = req.gas.unwrap_or(header.gas_limit);
     let mut budget = Budget::new(limits, per_step(&opts));
     let mut db = BlockState::with_capacity(state, 4);
@@ -115,10 +115,9 @@ pub fn trace_call(
 }
 
 /// What each step adds to the output: for the struct logger (no `tracer`),
-/// whether it records the stack and the memory; for the others, nothing.
-fn per_step(opts: &GethDebugTracingOptions) -> Option<(bool, bool)> {
-    let c = &opts.config;
-    opts.tracer.is_none().then(|| (!c.disable_stack.unwrap_or(false), c.enable_memory.unwrap_or(false)))
+/// what it records; for the others, nothing.
+fn per_step(opts: &GethDebugTracingOptions) -> Option<StepRecords> {
+    opts.tracer.is_none().then(|| StepRecords::of(&opts.config))
 }
 
 /// Applies `txs` to `db` in order, as the sequential executor does, within

@@ -2,40 +2,53 @@
 //! enforced while the EVM runs (an inspector beside the tracer), so that a
 //! trace of an unbounded loop costs at most the deadline and the memory
 //! the limit allows, never the node's.
+//!
+//! The size counts what the struct logger keeps and later writes out, as
+//! it records it: per step its fixed fields, the stack, the memory, the
+//! return data (`enableReturnData`) and, at each `SLOAD` and `SSTORE`, the
+//! contract's whole storage map so far (the logger snapshots it there, so
+//! its size grows with the square of the distinct slots a contract
+//! touches).
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::{HashMap, HashSet},
+    time::Duration,
+};
 
+use alloy_primitives::{Address, U256};
+use alloy_rpc_types_trace::geth::GethDefaultTracingOptions;
 use revm::{
-    interpreter::{InstructionResult, Interpreter},
+    bytecode::opcode,
+    interpreter::{
+        interpreter_types::{Jumps, ReturnData},
+        CallInputs, CallOutcome, CreateInputs, CreateOutcome, InstructionResult, Interpreter,
+    },
     Inspector,
 };
 
+use crate::deadline::{Deadline, CLOCK_EVERY_STEPS};
+
 /// What one trace call may spend.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TraceLimits {
-    /// Wall time for the whole call (a block's transactions together).
-    pub timeout: Duration,
-    /// Output the call may collect, estimated per step for the struct
+    /// When the whole call (a block's transactions together) must stop.
+    pub deadline: Deadline,
+    /// Output the call may collect, counted per step for the struct
     /// logger.
     pub max_bytes: usize,
+    /// EVM memory a traced call (`debug_traceCall`) may use.
+    pub memory_limit_bytes: u64,
 }
 
-impl TraceLimits {
-    /// `default` unless the call's `timeout` option (a Go duration such as
-    /// `"10s"` or `"1.5s"`) asks otherwise, never above `max`; the option
-    /// must parse.
-    pub fn with_option(
-        option: Option<&str>,
-        default: Duration,
-        max: Duration,
-        max_bytes: usize,
-    ) -> Result<TraceLimits, String> {
-        let timeout = match option {
-            None => default,
-            Some(s) => parse_go_duration(s).ok_or_else(|| format!("time: invalid duration \"{s}\""))?,
-        };
-        Ok(TraceLimits { timeout: timeout.min(max), max_bytes })
-    }
+/// A trace's timeout: `default` unless the call's `timeout` option (a Go
+/// duration such as `"10s"` or `"1.5s"`) asks otherwise, never above
+/// `max`; the option must parse.
+pub fn trace_timeout(option: Option<&str>, default: Duration, max: Duration) -> Result<Duration, String> {
+    let timeout = match option {
+        None => default,
+        Some(s) => parse_go_duration(s).ok_or_else(|| format!("time: invalid duration \"{s}\""))?,
+    };
+    Ok(timeout.min(max))
 }
 
 /// Why a trace was stopped.
@@ -53,57 +66,116 @@ impl Stopped {
         match self {
             Stopped::Timeout => "execution timeout".into(),
             Stopped::TooLarge(max) => {
-                format!("trace output exceeds rpc.trace_max_bytes ({max} bytes); disable stack, memory or storage, or trace with callTracer")
+                format!("trace output exceeds rpc.trace_max_bytes ({max} bytes); disable stack, memory, storage or return data, or trace with callTracer")
             }
         }
     }
 }
 
-/// Steps between clock reads: a step is tens of nanoseconds, a clock read
-/// about as much.
-const CLOCK_EVERY_STEPS: u64 = 1024;
-
-/// Bytes the struct logger keeps per step beyond its stack and memory
-/// (pc, op, gas, cost, depth and their JSON): an over-estimate.
+/// Bytes the struct logger keeps per step beyond its stack, memory,
+/// return data and storage (pc, op, gas, cost, depth and their JSON): an
+/// over-estimate.
 const STEP_BYTES: usize = 128;
 
+/// Bytes of one word written as a quoted 0x-hex string, with its comma.
+const WORD_BYTES: usize = 70;
+
+/// Bytes of one storage entry (`"0x..64..": "0x..64.."`, with its comma).
+const SLOT_BYTES: usize = 2 * WORD_BYTES;
+
+/// What each step of the struct logger records (from its options).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct StepRecords {
+    stack: bool,
+    memory: bool,
+    return_data: bool,
+    storage: bool,
+}
+
+impl StepRecords {
+    /// What the struct logger records per step with `opts`.
+    pub(crate) fn of(opts: &GethDefaultTracingOptions) -> StepRecords {
+        StepRecords {
+            stack: !opts.disable_stack.unwrap_or(false),
+            memory: opts.enable_memory.unwrap_or(false),
+            return_data: opts.is_return_data_enabled(),
+            storage: opts.is_storage_enabled(),
+        }
+    }
+}
+
 /// The inspector that enforces [`TraceLimits`], run beside the tracer.
-/// Once a limit is passed every frame halts at its next step, so the
-/// transaction unwinds at once. The halt is an out-of-gas (a fatal halt
-/// panics in revm's post-execution); the caller reports the budget's
-/// cause instead of the transaction's result.
+/// Once a limit is passed every frame halts at its next step, and no new
+/// frame (a precompile included) starts, so the transaction unwinds at
+/// once. The halt is an out-of-gas (a fatal halt panics in revm's
+/// post-execution); the caller reports the budget's cause instead of the
+/// transaction's result.
 pub(crate) struct Budget {
-    deadline: Instant,
+    deadline: Deadline,
     max_bytes: usize,
-    /// Per step, whether the output grows by the stack and memory (the
-    /// struct logger) or not at all (the other tracers, whose output is
-    /// per call and bounded by the response limit).
-    per_step: Option<(bool, bool)>,
+    /// Per step, what the output grows by: `Some` for the struct logger;
+    /// `None` for the other tracers, whose output is per call and bounded
+    /// by the response limit.
+    per_step: Option<StepRecords>,
     bytes: usize,
     steps: u64,
+    /// Distinct slots each contract touched so far: the size of the
+    /// storage map the logger snapshots at its next `SLOAD`/`SSTORE`.
+    slots: HashMap<Address, HashSet<U256>>,
     pub(crate) stopped: Option<Stopped>,
 }
 
 impl Budget {
-    /// A budget from `limits`, started now. `per_step` is `Some((stack,
-    /// memory))` for the struct logger: which of them each step records.
-    pub(crate) fn new(limits: &TraceLimits, per_step: Option<(bool, bool)>) -> Budget {
+    /// A budget from `limits`. `per_step` is `Some` for the struct logger:
+    /// what each step records.
+    pub(crate) fn new(limits: &TraceLimits, per_step: Option<StepRecords>) -> Budget {
         Budget {
-            deadline: Instant::now() + limits.timeout,
+            deadline: limits.deadline.clone(),
             max_bytes: limits.max_bytes,
             per_step,
             bytes: 0,
             steps: 0,
+            slots: HashMap::new(),
             stopped: None,
         }
     }
 
-    /// Whether the deadline has passed (checked between transactions too).
+    /// Whether the deadline has passed (checked between transactions and
+    /// before each frame too).
     pub(crate) fn expired(&mut self) -> bool {
-        if self.stopped.is_none() && Instant::now() >= self.deadline {
+        if self.stopped.is_none() && self.deadline.passed() {
             self.stopped = Some(Stopped::Timeout);
         }
         self.stopped.is_some()
+    }
+
+    /// Counts what the struct logger records at this step.
+    fn count(&mut self, records: StepRecords, interp: &Interpreter) {
+        let mut bytes = STEP_BYTES;
+        if records.stack {
+            bytes += interp.stack.len() * WORD_BYTES;
+        }
+        if records.memory {
+            bytes += interp.memory.len() / 32 * WORD_BYTES;
+        }
+        if records.return_data {
+            // Hex, two characters a byte.
+            bytes += interp.return_data.buffer().len() * 2;
+        }
+        if records.storage {
+            let op = interp.bytecode.opcode();
+            if op == opcode::SLOAD || op == opcode::SSTORE {
+                let slots = self.slots.entry(interp.input.target_address).or_default();
+                if let Some(key) = interp.stack.data().last() {
+                    slots.insert(*key);
+                }
+                bytes += slots.len() * SLOT_BYTES;
+            }
+        }
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > self.max_bytes {
+            self.stopped = Some(Stopped::TooLarge(self.max_bytes));
+        }
     }
 }
 
@@ -114,18 +186,8 @@ impl<CTX> Inspector<CTX> for Budget {
             return;
         }
         self.steps += 1;
-        if let Some((stack, memory)) = self.per_step {
-            self.bytes += STEP_BYTES;
-            if stack {
-                // Each word is a quoted 0x-hex string of up to 64 digits.
-                self.bytes += interp.stack.len() * 70;
-            }
-            if memory {
-                self.bytes += interp.memory.len() / 32 * 70;
-            }
-            if self.bytes > self.max_bytes {
-                self.stopped = Some(Stopped::TooLarge(self.max_bytes));
-            }
+        if let Some(records) = self.per_step {
+            self.count(records, interp);
         }
         if self.steps.is_multiple_of(CLOCK_EVERY_STEPS) {
             self.expired();
@@ -133,6 +195,14 @@ impl<CTX> Inspector<CTX> for Budget {
         if self.stopped.is_some() {
             interp.halt(InstructionResult::OutOfGas);
         }
+    }
+
+    fn call(&mut self, _context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
+        self.expired().then(|| CallOutcome::new_oog(inputs.gas_limit, inputs.return_memory_offset.clone(), 0))
+    }
+
+    fn create(&mut self, _context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
+        self.expired().then(|| CreateOutcome::new_oog(inputs.gas_limit(), 0))
     }
 }
 
@@ -191,13 +261,10 @@ mod tests {
     #[test]
     fn the_option_is_capped_and_must_parse() {
         let (d, max) = (Duration::from_secs(5), Duration::from_secs(30));
-        let l = TraceLimits::with_option(None, d, max, 10).unwrap();
-        assert_eq!(l.timeout, d);
-        let l = TraceLimits::with_option(Some("1m"), d, max, 10).unwrap();
-        assert_eq!(l.timeout, max, "capped");
-        let l = TraceLimits::with_option(Some("10ms"), d, max, 10).unwrap();
-        assert_eq!(l.timeout, Duration::from_millis(10));
-        let e = TraceLimits::with_option(Some("soon"), d, max, 10).unwrap_err();
+        assert_eq!(trace_timeout(None, d, max).unwrap(), d);
+        assert_eq!(trace_timeout(Some("1m"), d, max).unwrap(), max, "capped");
+        assert_eq!(trace_timeout(Some("10ms"), d, max).unwrap(), Duration::from_millis(10));
+        let e = trace_timeout(Some("soon"), d, max).unwrap_err();
         assert_eq!(e, "time: invalid duration \"soon\"");
     }
 }

@@ -285,6 +285,6 @@ fn the_shared_counter_and_token_behave_as_documented() {
     balance_of.extend_from_slice(bob.address().into_word().as_slice());
     let req =
         sluice_executor::CallRequest { to: Some(token), input: balance_of.into(), ..Default::default() };
-    let got = sluice_executor::call(&end, &cfg(), &h, &req).expect("call runs");
+    let got = sluice_executor::call(&end, &cfg(), &lim(), &h, &req).expect("call runs");
     assert_eq!(got.output, Bytes::from(U256::from(30).to_be_bytes::<32>().to_vec()));
 }

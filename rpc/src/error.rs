@@ -15,6 +15,9 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// Generic server-side refusal (geth's invalid input).
 pub const SERVER_ERROR: i64 = -32000;
+/// The request's time ran out before this call was run (geth's batch
+/// timeout).
+pub const REQUEST_TIMED_OUT: i64 = -32002;
 /// A limit was exceeded (response size, log range).
 pub const LIMIT_EXCEEDED: i64 = -32005;
 /// Execution reverted (with the revert data).

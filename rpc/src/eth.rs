@@ -1,13 +1,9 @@
 //! The JSON-RPC methods.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Instant};
 
 use alloy_primitives::{Address, B256};
 use serde_json::{json, Value};
-use sluice_executor::{
-    call, create_access_list, estimate_gas,
-    overrides::{override_header, OverriddenState},
-};
 use sluice_messages::RecoveredTx;
 use sluice_store::{StateReader, StoredBlock};
 
@@ -49,8 +45,6 @@ const METHODS: &[&str] = &[
     "eth_maxPriorityFeePerGas",
     "eth_blobBaseFee",
     "eth_feeHistory",
-    "eth_estimateGas",
-    "eth_call",
     "eth_sendRawTransaction",
     "eth_sendRawTransactionSync",
     "eth_getTransactionByHash",
@@ -59,7 +53,6 @@ const METHODS: &[&str] = &[
     "eth_getLogs",
     "txpool_status",
     "txpool_content",
-    "eth_createAccessList",
     "eth_getUncleByBlockNumberAndIndex",
     "eth_getUncleByBlockHashAndIndex",
     "eth_subscribe",
@@ -74,18 +67,28 @@ pub fn metric_label(method: &str) -> &'static str {
     METHODS
         .iter()
         .chain(&super::filters::METHODS)
+        .chain(super::calls::METHODS)
         .chain(super::trace::METHODS)
         .copied()
         .find(|m| *m == method)
         .unwrap_or("unknown")
 }
 
-/// Runs one method.
+/// Runs one method, by `until` at the latest if it runs the EVM (what is
+/// left of the request's time). A method outside `rpc.apis` does not
+/// exist for the caller.
 pub async fn dispatch(
     state: &Arc<RpcState>,
     method: &str,
     params: Option<&Value>,
+    until: Instant,
 ) -> Result<Value, RpcError> {
+    if !state.limits.serves(method) {
+        return Err(RpcError::method_not_found(method));
+    }
+    if super::calls::is_call(method) {
+        return super::calls::dispatch(state, method, params, until).await;
+    }
     let p = Params::new(params)?;
     let s = state.as_ref();
     match method {
@@ -154,29 +157,6 @@ pub async fn dispatch(
         "eth_maxPriorityFeePerGas" => Ok(hex_u128(s.suggested_tip_wei)),
         "eth_blobBaseFee" => Ok(hex_u64(1)),
         "eth_feeHistory" => fee_history(s, &p),
-        "eth_estimateGas" => {
-            let req = capped(p.call(0)?, s);
-            let at = state_at(s, p.block(1)?)?;
-            let state = OverriddenState::new(at.reader(s), &p.typed(2)?.unwrap_or_default())?;
-            value_funded(&state, &req)?;
-            let header = override_header(&at.block(s).block.header, &p.typed(3)?.unwrap_or_default())?;
-            Ok(hex_u64(estimate_gas(&state, &s.exec, &header, &req)?))
-        }
-        "eth_call" => {
-            let req = capped(p.call(0)?, s);
-            let at = state_at(s, p.block(1)?)?;
-            let state = OverriddenState::new(at.reader(s), &p.typed(2)?.unwrap_or_default())?;
-            value_funded(&state, &req)?;
-            let header = override_header(&at.block(s).block.header, &p.typed(3)?.unwrap_or_default())?;
-            let out = call(&state, &s.exec, &header, &req)?;
-            if out.success {
-                Ok(json!(out.output))
-            } else if out.revert {
-                Err(RpcError::reverted(&out.output))
-            } else {
-                Err(RpcError::new(SERVER_ERROR, out.halt_reason.unwrap_or_else(|| "execution halted".into())))
-            }
-        }
         "eth_sendRawTransaction" => {
             let raw = p.bytes(0)?;
             Ok(json!(s.pipeline.admit_one(raw, true).await?))
@@ -202,18 +182,6 @@ pub async fn dispatch(
             Ok(find_block(s, p.block(0)?)?.map_or(Value::Null, |b| format::receipts(&b)))
         }
         "eth_getLogs" => super::logs::get_logs(s, p.req(0)?),
-        "eth_createAccessList" => {
-            let req = capped(p.call(0)?, s);
-            let at = state_at(s, p.block(1)?)?;
-            value_funded(at.reader(s), &req)?;
-            let header = &at.block(s).block.header;
-            let out = create_access_list(at.reader(s), &s.exec, header, &req)?;
-            let mut answer = json!({"accessList": out.access_list, "gasUsed": hex_u64(out.gas_used)});
-            if let Some(error) = out.error {
-                answer["error"] = json!(error);
-            }
-            Ok(answer)
-        }
         "txpool_content" => {
             let queued = s.pipeline.queued().await?;
             Ok(json!({"pending": by_sender(s.pending.snapshot()), "queued": by_sender(queued)}))
@@ -224,42 +192,9 @@ pub async fn dispatch(
         }
         m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p),
         // Unknown unless faults.debug_rpc is on (loopback only).
-        m if super::trace::METHODS.contains(&m) => super::trace::call(s, m, &p),
         m if m.starts_with("debug_") => s.pipeline.debug(m, params),
         _ => Err(RpcError::method_not_found(method)),
     }
-}
-
-/// Calls get at most the block gas limit (geth caps at its RPC gas cap), so
-/// one request cannot run unbounded work.
-fn capped(mut req: sluice_executor::CallRequest, s: &RpcState) -> sluice_executor::CallRequest {
-    let cap = s.rules.block_gas_limit;
-    req.gas = Some(req.gas.map_or(cap, |g| g.min(cap)));
-    req
-}
-
-/// An unpriced call must still be able to pay its value, as in geth (whose
-/// `buyGas` checks `balance >= gas * price + value` with a price of 0); the
-/// executor waives every balance check for unpriced calls. Without this, an
-/// estimate for a value the sender does not have succeeds, and web3.py (which
-/// sends no fee fields) never sees "insufficient funds". Priced calls are
-/// checked by the executor.
-fn value_funded(state: &dyn StateReader, req: &sluice_executor::CallRequest) -> Result<(), RpcError> {
-    let priced =
-        [req.gas_price, req.max_fee_per_gas, req.max_priority_fee_per_gas].iter().any(|f| f.unwrap_or(0) > 0);
-    let value = req.value.unwrap_or_default();
-    if priced || value.is_zero() {
-        return Ok(());
-    }
-    let from = req.from.unwrap_or_default();
-    let balance = state.account(&from)?.map(|a| a.balance).unwrap_or_default();
-    if balance < value {
-        return Err(RpcError::new(
-            SERVER_ERROR,
-            format!("insufficient funds for gas * price + value: address {from} have {balance} want {value}"),
-        ));
-    }
-    Ok(())
 }
 
 fn base_fee(s: &RpcState) -> u64 {

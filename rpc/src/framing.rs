@@ -2,17 +2,20 @@
 //! batch read from a body, each call answered by [`eth::dispatch`] (or the
 //! transport's own methods), the replies written back.
 //!
-//! Limits, each from config: batch length and response size. JSON nesting
+//! Limits, each from config: batch length, response size and the
+//! request's time (`rpc.batch_timeout_ms`, a batch's calls together: a
+//! call it has no time left for answers -32002 `request timed out`, as
+//! geth's batch timeout does). JSON nesting
 //! is bounded by serde_json's recursion limit (128), so deep nesting is a
 //! parse error, not a stack overflow.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use alloy_primitives::Bytes;
 use serde_json::{json, value::RawValue, Value};
 
 use super::{
-    error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR},
+    error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR, REQUEST_TIMED_OUT},
     eth,
     params::Params,
     reply, submission, SharedState,
@@ -40,6 +43,7 @@ pub(crate) type LocalMethods<'a> = &'a mut dyn FnMut(&str, Option<&Value>) -> Op
 /// the reply, or `None` when nothing is to be sent (only notifications).
 /// Shared by HTTP and WebSocket.
 pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethods<'_>) -> Option<Vec<u8>> {
+    let until = Instant::now() + Duration::from_millis(state.limits.batch_timeout_ms);
     // A batch is read element by element from the body's bytes, so its
     // transaction submissions skip the `Value` tree (see
     // [`crate::submission`]); anything else is read into one.
@@ -61,7 +65,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
                 },
             });
         }
-        return answer_batch(state, calls, local).await;
+        return answer_batch(state, calls, local, until).await;
     }
     let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
@@ -69,7 +73,9 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
     };
     let max = state.limits.max_response_bytes;
     match parsed {
-        Value::Array(calls) => answer_batch(state, calls.into_iter().map(read_call).collect(), local).await,
+        Value::Array(calls) => {
+            answer_batch(state, calls.into_iter().map(read_call).collect(), local, until).await
+        }
         single => {
             let call = match Call::parse(single) {
                 Ok(call) => call,
@@ -77,7 +83,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
             };
             let result = match answer_locally(local, &call) {
                 Some(result) => result,
-                None => dispatch_one(state, call.method, call.params).await,
+                None => dispatch_one(state, call.method, call.params, until).await,
             };
             // A notification is executed but not answered.
             let id = call.id?;
@@ -135,6 +141,7 @@ async fn answer_batch(
     state: &SharedState,
     calls: Vec<(Result<Call, Value>, Option<Bytes>)>,
     local: LocalMethods<'_>,
+    until: Instant,
 ) -> Option<Vec<u8>> {
     let max = state.limits.max_response_bytes;
     if let Some(refused) = batch_len_refused(state, calls.len()) {
@@ -194,7 +201,11 @@ async fn answer_batch(
             Ok(call) => {
                 let result = match answer_locally(&mut *local, &call) {
                     Some(result) => result,
-                    None => dispatch_one(state, call.method, call.params).await,
+                    // The batch's time is spent: the rest are not run.
+                    None if Instant::now() >= until => {
+                        Err(RpcError::new(REQUEST_TIMED_OUT, "request timed out"))
+                    }
+                    None => dispatch_one(state, call.method, call.params, until).await,
                 };
                 if let Some(id) = &call.id {
                     reply::write(&mut out, id, &result, &mut tally);
@@ -256,10 +267,16 @@ fn answer_locally(local: LocalMethods<'_>, call: &Call) -> Option<Result<Value, 
     Some(result)
 }
 
-/// Runs one call's method (counted in the request metrics).
-async fn dispatch_one(state: &SharedState, method: String, params: Option<Value>) -> Result<Value, RpcError> {
+/// Runs one call's method, by `until` at the latest (counted in the
+/// request metrics).
+async fn dispatch_one(
+    state: &SharedState,
+    method: String,
+    params: Option<Value>,
+    until: Instant,
+) -> Result<Value, RpcError> {
     let start = Instant::now();
-    let result = eth::dispatch(state, &method, params.as_ref()).await;
+    let result = eth::dispatch(state, &method, params.as_ref(), until).await;
     observe(&method, start);
     result
 }

@@ -1,6 +1,7 @@
 //! sluice's JSON-RPC 2.0 server over HTTP ([`server`]): framing and limits
 //! ([`framing`]),
-//! methods ([`eth`]), parameters ([`params`]), JSON shapes ([`format`]),
+//! methods ([`eth`]; those that run the EVM in [`calls`] and [`trace`], on
+//! the [`pool`]), parameters ([`params`]), JSON shapes ([`format`]),
 //! errors ([`error`]), log queries (`logs`) and polling filters
 //! ([`filters`]); over WebSocket on the same port, with `eth_subscribe`
 //! ([`ws`]).
@@ -9,6 +10,7 @@
 //! pipeline through the [`Pipeline`] handle the node gives it; committed
 //! heights come as [`sluice_store::ChainEvents`].
 
+pub mod calls;
 pub mod error;
 pub mod eth;
 pub mod filters;
@@ -20,6 +22,7 @@ pub mod metrics;
 pub mod offline;
 pub mod params;
 pub mod pipeline;
+pub mod pool;
 pub(crate) mod reply;
 pub(crate) mod selector;
 pub mod server;
@@ -61,6 +64,8 @@ pub struct RpcState {
     pub filters: filters::Filters,
     /// What `eth_syncing` answers (a validator catching up).
     pub sync: Arc<sync::SyncStatus>,
+    /// The threads that run calls executing the EVM for a caller.
+    pub calls: Arc<pool::CallPool>,
 }
 
 /// The priority fee `eth_maxPriorityFeePerGas` suggests (wei): 1 gwei.
@@ -82,6 +87,7 @@ impl RpcState {
     ) -> RpcState {
         RpcState {
             filters: filters::Filters::new(&limits),
+            calls: Arc::new(pool::CallPool::new(limits.call_workers(), limits.call_queue_calls)),
             store,
             pipeline,
             pending: Arc::default(),

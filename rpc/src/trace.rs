@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use sluice_executor::{
     overrides::{override_header, OverriddenState},
     trace::{trace_block, trace_call, trace_transaction, TracePosition},
-    trace_limits::TraceLimits,
+    trace_limits::{trace_timeout, TraceLimits},
+    Deadline,
 };
 use sluice_messages::RecoveredTx;
 use sluice_store::StoredBlock;
@@ -27,13 +28,18 @@ use super::{
 pub const METHODS: &[&str] =
     &["debug_traceTransaction", "debug_traceCall", "debug_traceBlockByNumber", "debug_traceBlockByHash"];
 
-/// Answers one of [`METHODS`].
-pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcError> {
+/// Answers one of [`METHODS`] on this thread (a call worker) by
+/// `deadline`.
+pub fn call(s: &RpcState, method: &str, p: &Params<'_>, deadline: &Deadline) -> Result<Value, RpcError> {
+    let limits = TraceLimits {
+        deadline: deadline.clone(),
+        max_bytes: s.limits.trace_max_bytes,
+        memory_limit_bytes: s.limits.evm_memory_limit_bytes,
+    };
     match method {
         "debug_traceTransaction" => {
             let hash = p.hash(0)?;
             let opts = options(p, 1)?;
-            let limits = limits(s, &opts)?;
             let (block, i) = s
                 .store
                 .transaction(&hash)
@@ -53,12 +59,12 @@ pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcErro
             Ok(json!(trace))
         }
         "debug_traceCall" => {
-            let req = p.call(0)?;
+            // Capped as eth_call is (geth applies --rpc.gascap here too).
+            let req = crate::calls::capped(p.call(0)?, s);
             let view = state_at(s, p.block(1)?)?;
             // The tracer's options, and geth's state and block overrides.
             let call_opts: GethDebugTracingCallOptions = p.typed(2)?.unwrap_or_default();
             let opts = call_opts.tracing_options;
-            let limits = limits(s, &opts)?;
             let state = OverriddenState::new(view.reader(s), &call_opts.state_overrides.unwrap_or_default())?;
             let header =
                 override_header(&view.block(s).block.header, &call_opts.block_overrides.unwrap_or_default())?;
@@ -68,7 +74,6 @@ pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcErro
             let view = state_at(s, p.block(0)?)?;
             let block = view.block(s);
             let opts = options(p, 1)?;
-            let limits = limits(s, &opts)?;
             let txs = applied(&block)?;
             let state = s.store.state_at(block.block.header.number.saturating_sub(1))?;
             let header = &block.block.header;
@@ -89,15 +94,18 @@ fn options(p: &Params<'_>, i: usize) -> Result<GethDebugTracingOptions, RpcError
     }
 }
 
-/// The call's bounds: `rpc.trace_timeout_ms` unless its `timeout` option
-/// asks otherwise (up to `rpc.trace_max_timeout_ms`), and
-/// `rpc.trace_max_bytes`.
-fn limits(s: &RpcState, opts: &GethDebugTracingOptions) -> Result<TraceLimits, RpcError> {
-    TraceLimits::with_option(
-        opts.timeout.as_deref(),
+/// The call's timeout: `rpc.trace_timeout_ms` unless its `timeout`
+/// option asks otherwise (up to `rpc.trace_max_timeout_ms`).
+pub(crate) fn timeout(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Duration, RpcError> {
+    let option = if method == "debug_traceCall" {
+        p.typed::<GethDebugTracingCallOptions>(2)?.unwrap_or_default().tracing_options.timeout
+    } else {
+        options(p, 1)?.timeout
+    };
+    trace_timeout(
+        option.as_deref(),
         Duration::from_millis(s.limits.trace_timeout_ms),
         Duration::from_millis(s.limits.trace_max_timeout_ms),
-        s.limits.trace_max_bytes,
     )
     .map_err(|e| RpcError::new(SERVER_ERROR, e))
 }

@@ -35,12 +35,19 @@ fn slow_clients_hold_at_most_the_connection_limit_and_are_dropped() {
         .collect();
     std::thread::sleep(Duration::from_millis(200));
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"}).to_string();
-    let blocked = ureq::post(&node.url).timeout(Duration::from_millis(600)).send_string(&body);
+    let blocked = ureq::post(&node.url)
+        .timeout(Duration::from_millis(600))
+        .set("content-type", "application/json")
+        .send_string(&body);
     assert!(blocked.is_err(), "a third connection must wait while two slow clients hold the limit");
     // The slow clients are dropped after their timeout; then a client is served.
     let start = Instant::now();
     let served = loop {
-        match ureq::post(&node.url).timeout(Duration::from_secs(2)).send_string(&body) {
+        match ureq::post(&node.url)
+            .timeout(Duration::from_secs(2))
+            .set("content-type", "application/json")
+            .send_string(&body)
+        {
             Ok(r) => break r.into_string().unwrap(),
             Err(_) if start.elapsed() < Duration::from_secs(10) => {
                 std::thread::sleep(Duration::from_millis(100))

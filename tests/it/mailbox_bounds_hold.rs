@@ -35,7 +35,7 @@ fn every_mailbox_respects_its_bound_under_a_flood() {
                     let raw = transfer(&s, n, to, 1);
                     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_sendRawTransaction", "params": [raw]});
                     let resp: serde_json::Value = serde_json::from_str(
-                        &ureq::post(&url).send_string(&body.to_string()).unwrap().into_string().unwrap(),
+                        &ureq::post(&url).set("content-type", "application/json").send_string(&body.to_string()).unwrap().into_string().unwrap(),
                     )
                     .unwrap();
                     assert!(resp.get("error").is_none(), "{resp}");

@@ -11,6 +11,7 @@ mod admission_rejections;
 mod backpressure_txpool_full;
 mod block_order_follows_tip_then_arrival;
 mod browser_pages_may_call_the_node;
+mod calls_are_bounded;
 mod calls_take_state_and_block_overrides;
 mod cli_and_config;
 mod commit_failure_latches;

@@ -50,8 +50,13 @@ fn offer(
             .enumerate()
             .map(|(i, raw)| json!({"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]}))
             .collect();
-        let text =
-            agent.post(&url).send_string(&Value::Array(calls).to_string()).unwrap().into_string().unwrap();
+        let text = agent
+            .post(&url)
+            .set("content-type", "application/json")
+            .send_string(&Value::Array(calls).to_string())
+            .unwrap()
+            .into_string()
+            .unwrap();
         let answers: Value = serde_json::from_str(&text).unwrap();
         for a in answers.as_array().unwrap() {
             let raw = &batch[a["id"].as_u64().unwrap() as usize];
@@ -83,7 +88,13 @@ fn read_latencies(url: &str, stop: &AtomicBool) -> (Vec<Duration>, Vec<Duration>
         ] {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
             let t = Instant::now();
-            let text = agent.post(url).send_string(&body).unwrap().into_string().unwrap();
+            let text = agent
+                .post(url)
+                .set("content-type", "application/json")
+                .send_string(&body)
+                .unwrap()
+                .into_string()
+                .unwrap();
             into.push(t.elapsed());
             assert!(text.contains("\"result\""), "{method}: {text}");
         }

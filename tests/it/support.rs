@@ -322,6 +322,7 @@ pub fn rpc(url: &str, method: &str, params: Value) -> Result<Value, String> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let text = ureq::post(url)
         .timeout(Duration::from_secs(10))
+        .set("content-type", "application/json")
         .send_string(&body.to_string())
         .map_err(|e| e.to_string())?
         .into_string()

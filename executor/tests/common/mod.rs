@@ -24,6 +24,12 @@ pub fn cfg() -> ExecConfig {
     ExecConfig::new(CHAIN_ID)
 }
 
+/// Bounds for a test's calls: far beyond what any of them needs.
+#[allow(dead_code)]
+pub fn lim() -> sluice_executor::CallLimits {
+    sluice_executor::CallLimits::new(std::time::Duration::from_secs(600), 1 << 30)
+}
+
 pub fn coinbase() -> Address {
     Address::repeat_byte(0xcb)
 }

@@ -347,9 +347,11 @@ def admission():
          [t(f"sluice_rpc_calls_running{sel()}", "running"), t(f"sluice_rpc_calls_queued{sel()}", "waiting")],
          "short")
     d.ts("Calls refused and timed out", "Calls refused with -32005 because every call worker was busy "
-         "and the queue full, and calls answered at their deadline (execution aborted).",
+         "and the queue full, calls answered at their deadline (execution aborted), and HTTP requests "
+         "whose body did not arrive within rpc.read_timeout_ms (408).",
          [t(f"sum({rate('sluice_rpc_calls_refused_total')})", "refused"),
-          t(f"sum({rate('sluice_rpc_calls_timed_out_total')})", "timed out")], "reqps")
+          t(f"sum({rate('sluice_rpc_calls_timed_out_total')})", "timed out"),
+          t(f"sum({rate('sluice_http_timed_out_total')})", "bodies timed out")], "reqps")
 
     d.row("Transactions")
     d.ts("Admission outcomes by result", "Transactions offered to eth_sendRawTransaction, by outcome "

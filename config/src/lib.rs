@@ -117,6 +117,9 @@ impl Default for Config {
                 max_connections_per_worker: 512,
                 keep_alive_ms: 30_000,
                 client_request_timeout_ms: 5_000,
+                read_timeout_ms: 30_000,
+                write_timeout_ms: 30_000,
+                vhosts: "localhost".into(),
                 max_logs_block_range: 10_000,
                 max_logs_results: 20_000,
                 max_fee_history_blocks: 1024,
@@ -286,7 +289,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 47] = [
+        let positive: [(&str, u64); 51] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -302,6 +305,10 @@ impl Config {
             ("rpc.max_batch_len", self.rpc.max_batch_len as u64),
             ("rpc.max_response_bytes", self.rpc.max_response_bytes as u64),
             ("rpc.max_connections_per_worker", self.rpc.max_connections_per_worker as u64),
+            ("rpc.keep_alive_ms", self.rpc.keep_alive_ms),
+            ("rpc.client_request_timeout_ms", self.rpc.client_request_timeout_ms),
+            ("rpc.read_timeout_ms", self.rpc.read_timeout_ms),
+            ("rpc.write_timeout_ms", self.rpc.write_timeout_ms),
             ("rpc.ws_max_connections", self.rpc.ws_max_connections as u64),
             ("rpc.send_sync_timeout_ms", self.rpc.send_sync_timeout_ms),
             ("rpc.pending_feed_txs", self.rpc.pending_feed_txs as u64),

@@ -81,6 +81,17 @@ pub struct RpcConfig {
     pub keep_alive_ms: u64,
     /// Time allowed for a client to send its request head.
     pub client_request_timeout_ms: u64,
+    /// Time allowed for a request's body once its head arrived; past it
+    /// HTTP 408 and the connection is closed (geth's read timeout, 30 s).
+    pub read_timeout_ms: u64,
+    /// Time the node's writes may go unacknowledged by a client that does
+    /// not read; past it the connection is dropped (geth's write timeout,
+    /// 30 s).
+    pub write_timeout_ms: u64,
+    /// Names the node answers to in a request's `Host` (comma-separated,
+    /// `*` any); other names get HTTP 403, requests by IP address pass
+    /// (geth's `--http.vhosts`, against DNS rebinding).
+    pub vhosts: String,
     /// Widest `eth_getLogs` block range.
     pub max_logs_block_range: u64,
     /// Most logs per `eth_getLogs` answer.

@@ -16,6 +16,7 @@ pub mod eth;
 pub mod filters;
 pub mod format;
 pub mod framing;
+pub(crate) mod http;
 pub(crate) mod logs;
 pub mod metrics;
 #[cfg(feature = "offline")]

@@ -12,6 +12,8 @@ pub const RPC_REQUESTS: &str = "sluice_rpc_requests_total";
 pub const RPC_SECONDS: &str = "sluice_rpc_request_seconds";
 /// JSON-RPC errors by code.
 pub const RPC_ERRORS: &str = "sluice_rpc_errors_total";
+/// HTTP requests refused for taking too long, by stage (`read`).
+pub const HTTP_TIMED_OUT: &str = "sluice_http_timed_out_total";
 /// Calls running on the call pool's workers.
 pub const RPC_CALLS_RUNNING: &str = "sluice_rpc_calls_running";
 /// Calls waiting for a call worker.
@@ -29,6 +31,7 @@ pub fn register() {
     describe_counter!(RPC_REQUESTS, "JSON-RPC calls by method");
     describe_histogram!(RPC_SECONDS, Unit::Seconds, "JSON-RPC call latency by method");
     describe_counter!(RPC_ERRORS, "JSON-RPC error answers by code");
+    describe_counter!(HTTP_TIMED_OUT, "HTTP requests whose body did not arrive within rpc.read_timeout_ms");
     describe_gauge!(RPC_CALLS_RUNNING, "Calls running on the call pool (eth_call, estimates, traces)");
     describe_gauge!(RPC_CALLS_QUEUED, "Calls waiting for a call worker");
     describe_counter!(RPC_CALLS_REFUSED, "Calls refused with -32005: every call worker busy, the queue full");
@@ -42,6 +45,7 @@ pub fn register() {
     metrics::counter!(RPC_REQUESTS, "method" => "eth_blockNumber").increment(0);
     let _ = metrics::histogram!(RPC_SECONDS, "method" => "eth_blockNumber");
     metrics::counter!(RPC_ERRORS, "code" => "-32000").increment(0);
+    metrics::counter!(HTTP_TIMED_OUT, "stage" => "read").increment(0);
     metrics::gauge!(RPC_CALLS_RUNNING).set(0.0);
     metrics::gauge!(RPC_CALLS_QUEUED).set(0.0);
     metrics::counter!(RPC_CALLS_REFUSED).increment(0);

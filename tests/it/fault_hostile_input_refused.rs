@@ -91,7 +91,7 @@ fn many_idle_connections_are_bounded_and_timed_out() {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"}).to_string();
     write!(
         s,
-        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

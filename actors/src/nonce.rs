@@ -2,7 +2,8 @@
 //!
 //! Owns every sender's next nonce ([`NonceBook`]). A transaction is admitted
 //! only if its nonce is the sender's next one (gapless), its sender can pay
-//! its maximum cost, and the mempool has room; it then goes to its sender's
+//! its maximum cost on top of those of its in-flight transactions (geth's
+//! overdraft rule), and the mempool has room; it then goes to its sender's
 //! shard. One whose nonce is higher is held ([`FutureQueue`], bounded like
 //! geth's queue) and admitted the same way once the gap fills: after the
 //! reservation before it, or a block that moved the sender's nonce. Everything expensive (decoding, sender recovery, reading the
@@ -11,7 +12,10 @@
 //!
 //! The committed account is read by admission outside this actor. If a
 //! block committed since that read (this actor has seen a newer height), the
-//! read may be stale and is redone here before reserving.
+//! read may be stale and is redone here before reserving: the book has
+//! already dropped that block's in-flight costs, which a stale balance would
+//! not reflect yet. A read newer than what the book knows is fine: the book
+//! leaves out the costs below the read's nonce (see `sluice_txpool::nonce`).
 //!
 //! A panic while handling a message is contained: the book is rebuilt from
 //! the committed nonces plus the in-flight transactions ([`PendingTxs`]),
@@ -26,7 +30,8 @@ use std::{
 
 use actix::prelude::*;
 use sluice_txpool::{
-    check_funds, FutureLimits, FutureQueue, NonceBook, PoolCounters, Pooled, PreparedTxCache, TxError,
+    check_funds, max_cost, Committed, FutureLimits, FutureQueue, NonceBook, PoolCounters, Pooled,
+    PreparedTxCache, TxError,
 };
 
 use sluice_store::{ChainEvents, StateReader, Store};
@@ -135,30 +140,29 @@ impl NonceActor {
     }
 
     /// Rebuilds the book after a contained panic: each sender's in-flight
-    /// transactions (the in-flight index) on top of its committed nonce.
+    /// transactions (the in-flight index) on top of its committed nonce,
+    /// with their maximum costs, so the overdraft rule still holds.
     fn rebuild(&mut self) {
-        let in_flight = self.pending.senders_and_nonces();
+        let in_flight = self.pending.senders_nonces_and_costs();
         // Read after the snapshot: a block committed before this read either
         // had its transactions removed from the snapshot (its progress must
         // be ignored) or is about to (ignoring it over-counts in-flight
         // transactions, which only ever errs towards refusing, never towards
         // a duplicate nonce). A later block's progress applies as usual.
         let head = self.store.head();
-        let mut by_sender: HashMap<alloy_primitives::Address, (u64, u64)> = HashMap::new();
-        for (sender, nonce) in in_flight {
-            let e = by_sender.entry(sender).or_insert((0, 0));
+        let mut by_sender: HashMap<alloy_primitives::Address, (u64, Vec<_>)> = HashMap::new();
+        for (sender, nonce, cost) in in_flight {
+            let e = by_sender.entry(sender).or_insert((0, Vec::new()));
             e.0 = e.0.max(nonce.saturating_add(1));
-            e.1 += 1;
+            e.1.push((nonce, cost));
         }
         let mut book = NonceBook::new();
-        for (sender, (after_max, count)) in by_sender {
+        for (sender, (after_max, costs)) in by_sender {
             let committed = self.store.account(&sender).ok().flatten().map_or(0, |a| a.nonce);
-            let next = committed.max(after_max);
-            let first = next.saturating_sub(count);
-            for nonce in first..next {
-                // Cannot fail: each nonce is the next one, with no limit.
-                let _ = book.reserve(sender, nonce, first, u32::MAX);
-            }
+            // Costs below the committed nonce are already in the balance:
+            // the book leaves them out of each check until their block's
+            // progress removes them.
+            book.restore(sender, committed.max(after_max), costs);
         }
         tracing::warn!(
             senders = book.len(),
@@ -208,8 +212,11 @@ impl NonceActor {
             return Err(TxError::AlreadyKnown);
         }
         let committed = self.fresh_account(committed, &tx.sender);
+        // The transaction alone first, for geth's plainer message; then the
+        // book adds what the sender's in-flight transactions may spend.
         check_funds(tx, committed.balance)?;
-        match self.book.reserve(tx.sender, tx.nonce(), committed.nonce, self.max_txs_per_sender) {
+        let account = Committed { nonce: committed.nonce, balance: committed.balance };
+        match self.book.reserve(tx.sender, tx.nonce(), max_cost(&tx.tx), account, self.max_txs_per_sender) {
             Err(TxError::NonceTooHigh { .. }) if hold_gaps && self.future_limits.per_sender > 0 => {
                 self.future.hold(tx.clone(), &self.future_limits, Instant::now())?;
                 metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
@@ -517,10 +524,8 @@ impl NonceActor {
             NonceMsg::Dropped { address, nonce } => {
                 // The latest reservation rolls back exactly; an older one
                 // dooms the sender's later transactions, and the book
-                // resyncs when they are skipped.
-                if !self.book.unreserve(&address, nonce) {
-                    self.book.executed(&address, 1, nonce);
-                }
+                // resyncs when they are skipped. Either way its cost goes.
+                self.book.dropped(&address, nonce);
             }
             NonceMsg::Status { reply } => {
                 let _ = reply.send((self.counters.len(), self.future.len() as u64));

@@ -34,6 +34,7 @@ mod json_rpc_framing;
 mod load_workloads_are_included;
 mod mailbox_bounds_hold;
 mod overload_sheds_and_recovers;
+mod pool_refuses_overdrafts;
 mod recovery_queue_sheds;
 mod send_raw_sync_answers_the_receipt;
 mod shutdown_drains_pipeline;

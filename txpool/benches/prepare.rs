@@ -14,8 +14,8 @@ use alloy_consensus::{TxEip1559, TypedTransaction};
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use sluice_messages::{PreparedTx, RecoveredTx};
 use sluice_txpool::{
-    admit_stateless, prepare_block_timed, recover_raw, AdmissionRules, MempoolShard, NonceBook, PoolCounters,
-    PreparedTxCache, Signer,
+    admit_stateless, max_cost, prepare_block_timed, recover_raw, AdmissionRules, Committed, MempoolShard,
+    NonceBook, PoolCounters, PreparedTxCache, Signer,
 };
 
 /// The node binary's allocator, so that the numbers are the node's.
@@ -147,7 +147,8 @@ fn main() {
         let mut shard = MempoolShard::new();
         let t = Instant::now();
         for (seq, tx) in recovered.iter().enumerate() {
-            book.reserve(tx.sender, 0, 0, 16).expect("reserved");
+            let committed = Committed { nonce: 0, balance: U256::MAX };
+            book.reserve(tx.sender, 0, max_cost(&tx.tx), committed, 16).expect("reserved");
             counters.try_acquire(tx.raw.len()).expect("room");
             cache.insert(tx);
             shard.push(tx.clone(), seq as u64).expect("pushed");

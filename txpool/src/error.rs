@@ -140,6 +140,25 @@ pub enum TxError {
         /// `cost - balance`.
         overshot: U256,
     },
+    /// The balance covers this transaction's maximum cost but not on top
+    /// of the maximum costs of the sender's in-flight transactions (geth's
+    /// overdraft rule, `ValidateTransactionWithState`): admitting it would
+    /// let a sender take block space that execution then skips unpaid.
+    /// The overshot (`queued + cost - balance`) is computed for the message
+    /// only, so the error stays within clippy's size bound.
+    #[error(
+        "insufficient funds for gas * price + value: balance {balance}, queued cost {queued}, tx cost {cost}, overshot {}",
+        overshot(.balance, .queued, .cost)
+    )]
+    Overdraft {
+        /// The sender's committed balance.
+        balance: U256,
+        /// Maximum costs of the sender's in-flight transactions that the
+        /// balance does not reflect yet.
+        queued: U256,
+        /// This transaction's maximum cost.
+        cost: U256,
+    },
     /// EIP-3607: the sender has code (and it is not an EIP-7702
     /// delegation), so it cannot originate transactions.
     #[error("sender not an eoa: address {0}")]
@@ -152,6 +171,12 @@ pub enum TxError {
     /// admitted now could be committed.
     #[error("transaction admission unavailable: store halted: {0}; writes stopped")]
     StoreHalted(String),
+}
+
+/// What an overdraft lacks: `queued + cost - balance` (saturating; an
+/// overdraft has `queued + cost > balance`).
+fn overshot(balance: &U256, queued: &U256, cost: &U256) -> U256 {
+    queued.saturating_add(*cost).saturating_sub(*balance)
 }
 
 impl TxError {
@@ -191,7 +216,7 @@ impl TxError {
             TxError::NonceTooLow { .. } => "nonce_too_low",
             TxError::NonceTooHigh { .. } => "nonce_gap",
             TxError::SenderLimit { .. } => "sender_limit",
-            TxError::InsufficientFunds { .. } => "insufficient_funds",
+            TxError::InsufficientFunds { .. } | TxError::Overdraft { .. } => "insufficient_funds",
             TxError::SenderNotEoa(_) => "sender_not_eoa",
             TxError::Unavailable(_) | TxError::StoreHalted(_) => "unavailable",
         }
@@ -204,7 +229,7 @@ mod tests {
 
     #[test]
     fn messages_use_geth_wording() {
-        let cases: [(TxError, &str); 8] = [
+        let cases: [(TxError, &str); 9] = [
             (TxError::NonceTooLow { next: 5, tx: 3 }, "nonce too low: next nonce 5, tx nonce 3"),
             (TxError::NonceTooHigh { next: 5, tx: 7 }, "nonce too high: next nonce 5, tx nonce 7"),
             (TxError::TxPoolFull, "txpool is full"),
@@ -218,6 +243,14 @@ mod tests {
                     overshot: U256::from(2),
                 },
                 "insufficient funds for gas * price + value: balance 1, tx cost 3, overshot 2",
+            ),
+            (
+                TxError::Overdraft {
+                    balance: U256::from(5),
+                    queued: U256::from(4),
+                    cost: U256::from(3),
+                },
+                "insufficient funds for gas * price + value: balance 5, queued cost 4, tx cost 3, overshot 2",
             ),
             (
                 TxError::FeeCapTooLow { sender: Address::ZERO, max_fee_per_gas: 1, base_fee: 7 },
@@ -235,5 +268,7 @@ mod tests {
         assert_eq!(TxError::TxPoolFull.outcome(), "txpool_full");
         assert_eq!(TxError::TrailingBytes.rpc_code(), -32000);
         assert_eq!(TxError::InvalidSender.rpc_code(), -32000);
+        let overdraft = TxError::Overdraft { balance: U256::ZERO, queued: U256::ZERO, cost: U256::from(1) };
+        assert_eq!((overdraft.rpc_code(), overdraft.outcome()), (-32000, "insufficient_funds"));
     }
 }

@@ -6,9 +6,11 @@
 //! # Layout
 //! - [`error`]: [`TxError`], one variant per refusal, geth's wording, with
 //!   its JSON-RPC code and metrics label.
-//! - [`validate`]: [`AdmissionRules`], [`admit_stateless`], [`check_funds`].
+//! - [`validate`]: [`AdmissionRules`], [`admit_stateless`], [`check_funds`],
+//!   [`max_cost`].
 //! - [`recover`]: EIP-2718 decoding and libsecp256k1 sender recovery.
-//! - [`nonce`]: [`NonceBook`], gapless per-sender nonce reservations.
+//! - [`nonce`]: [`NonceBook`], gapless per-sender nonce reservations and
+//!   their in-flight spend (the overdraft rule).
 //! - [`pool`]: [`PoolCounters`] (global limits) and FIFO [`MempoolShard`]s.
 //! - [`order`]: a block's order across the shards (tip, then admission).
 //! - [`cache`]: [`PreparedTxCache`], [`hash_batch`], [`prepare_block`].
@@ -30,7 +32,9 @@
 //!  10. signature in range, low s (EIP-2); sender recovered (libsecp256k1)
 //!  -- stateful, by the caller --
 //!  11. balance covers gas_limit * fee cap + value        (check_funds)
-//!  12. nonce == sender's next; in-flight below limit     (NonceBook::reserve)
+//!  12. nonce == sender's next; balance covers the in-flight max costs
+//!      + this one (geth's overdraft rule); in-flight below limit
+//!                                                      (NonceBook::reserve)
 //!  13. room in the pool (PoolCounters::try_acquire), push to a shard,
 //!      insert into the PreparedTxCache
 //! ```
@@ -56,10 +60,12 @@ pub mod dev_accounts;
 pub use cache::{hash_batch, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
 pub use error::TxError;
 pub use future::{FutureLimits, FutureQueue};
-pub use nonce::NonceBook;
+pub use nonce::{Committed, NonceBook};
 pub use order::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};
 pub use pending::PendingTxs;
 pub use pool::{MempoolShard, PoolCounters, Taken};
 pub use recover::{decode_envelope, recover_raw, recover_sender};
 pub use sign::{address_of, Signer};
-pub use validate::{admit_stateless, check_funds, intrinsic_gas, AdmissionRules, IntrinsicGas, Spec};
+pub use validate::{
+    admit_stateless, check_funds, intrinsic_gas, max_cost, AdmissionRules, IntrinsicGas, Spec,
+};

@@ -75,12 +75,12 @@ impl PendingTxs {
         out
     }
 
-    /// Each in-flight transaction's sender and nonce (to rebuild the nonce
-    /// book after a restart).
-    pub fn senders_and_nonces(&self) -> Vec<(alloy_primitives::Address, u64)> {
+    /// Each in-flight transaction's sender, nonce and maximum cost (to
+    /// rebuild the nonce book, with its in-flight spend, after a panic).
+    pub fn senders_nonces_and_costs(&self) -> Vec<(alloy_primitives::Address, u64, alloy_primitives::U256)> {
         let mut out = Vec::new();
         for shard in &self.shards {
-            out.extend(shard.lock().values().map(|tx| (tx.sender, tx.nonce())));
+            out.extend(shard.lock().values().map(|tx| (tx.sender, tx.nonce(), crate::max_cost(&tx.tx))));
         }
         out
     }

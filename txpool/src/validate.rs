@@ -169,13 +169,19 @@ pub fn intrinsic_gas(tx: &TxEnvelope, spec: Spec) -> IntrinsicGas {
     IntrinsicGas { initial: gas.initial_total_gas(), floor }
 }
 
-/// Checks that `balance` covers the transaction's maximum cost,
-/// `gas_limit * max_fee_per_gas + value` (legacy: the gas price), with
-/// geth's message.
+/// A transaction's maximum cost, `gas_limit * max_fee_per_gas + value`
+/// (legacy: the gas price): what the sender must hold for revm to accept
+/// it, and what it counts for against its sender's balance while in flight.
+/// Saturating: a value near 2^256 makes a cost no balance covers anyway.
+pub fn max_cost(tx: &TxEnvelope) -> U256 {
+    let gas_cost = U256::from(tx.gas_limit()) * U256::from(tx.max_fee_per_gas());
+    gas_cost.saturating_add(tx.value())
+}
+
+/// Checks that `balance` covers the transaction's maximum cost
+/// ([`max_cost`]) with geth's message.
 pub fn check_funds(tx: &RecoveredTx, balance: U256) -> Result<(), TxError> {
-    let gas_cost = U256::from(tx.tx.gas_limit()) * U256::from(tx.tx.max_fee_per_gas());
-    // A value near 2^256 would overflow: such a cost is unpayable anyway.
-    let cost = gas_cost.saturating_add(tx.tx.value());
+    let cost = max_cost(&tx.tx);
     if balance < cost {
         return Err(TxError::InsufficientFunds { balance, cost, overshot: cost - balance });
     }

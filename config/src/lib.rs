@@ -133,6 +133,8 @@ impl Default for Config {
                 send_sync_timeout_ms: 2_000,
                 send_sync_max_timeout_ms: 60_000,
                 max_filters: 1024,
+                max_filters_per_client: 256,
+                ws_max_connections_per_client: 64,
                 filter_timeout_ms: 300_000,
                 trace_timeout_ms: 5_000,
                 trace_max_timeout_ms: 30_000,
@@ -289,7 +291,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 51] = [
+        let positive: [(&str, u64); 53] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -318,6 +320,8 @@ impl Config {
             ("rpc.ws_send_timeout_ms", self.rpc.ws_send_timeout_ms),
             ("rpc.ws_ping_interval_ms", self.rpc.ws_ping_interval_ms),
             ("rpc.max_filters", self.rpc.max_filters as u64),
+            ("rpc.max_filters_per_client", self.rpc.max_filters_per_client as u64),
+            ("rpc.ws_max_connections_per_client", self.rpc.ws_max_connections_per_client as u64),
             ("rpc.filter_timeout_ms", self.rpc.filter_timeout_ms),
             ("rpc.trace_timeout_ms", self.rpc.trace_timeout_ms),
             ("rpc.trace_max_timeout_ms", self.rpc.trace_max_timeout_ms),

@@ -127,6 +127,13 @@ pub struct RpcConfig {
     /// Installed polling filters (`eth_newFilter` and the rest), across
     /// clients; past it: -32005.
     pub max_filters: usize,
+    /// Installed polling filters from one client address; past it: -32005
+    /// (one client cannot take `max_filters` whole).
+    pub max_filters_per_client: usize,
+    /// Open WebSocket connections from one client address; a handshake past
+    /// it is answered HTTP 503 (one client cannot take `ws_max_connections`
+    /// whole).
+    pub ws_max_connections_per_client: usize,
     /// A filter not polled with `eth_getFilterChanges` for this long is
     /// removed (geth: 5 minutes).
     pub filter_timeout_ms: u64,

@@ -1,6 +1,6 @@
 //! The JSON-RPC methods.
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use alloy_primitives::{Address, B256};
 use serde_json::{json, Value};
@@ -12,7 +12,7 @@ use super::{
     format::{self, hex_u128, hex_u256, hex_u64, TxPosition},
     params::{self, BlockId, Params},
     selector::{find_block, state_at},
-    RpcState,
+    CallContext, RpcState,
 };
 
 /// Methods served, as static strings for metric labels (an unknown name
@@ -74,20 +74,21 @@ pub fn metric_label(method: &str) -> &'static str {
         .unwrap_or("unknown")
 }
 
-/// Runs one method, by `until` at the latest if it runs the EVM (what is
-/// left of the request's time). A method outside `rpc.apis` does not
-/// exist for the caller.
+/// Runs one method within `ctx`: by `ctx.until` at the latest if it runs
+/// the EVM (what is left of the request's time), counted against
+/// `ctx.client`'s caps if it installs a filter. A method outside
+/// `rpc.apis` does not exist for the caller.
 pub async fn dispatch(
     state: &Arc<RpcState>,
     method: &str,
     params: Option<&Value>,
-    until: Instant,
+    ctx: &CallContext,
 ) -> Result<Value, RpcError> {
     if !state.limits.serves(method) {
         return Err(RpcError::method_not_found(method));
     }
     if super::calls::is_call(method) {
-        return super::calls::dispatch(state, method, params, until).await;
+        return super::calls::dispatch(state, method, params, ctx.until).await;
     }
     let p = Params::new(params)?;
     let s = state.as_ref();
@@ -190,7 +191,7 @@ pub async fn dispatch(
             let (pending, queued) = s.pipeline.status().await?;
             Ok(json!({"pending": hex_u64(pending), "queued": hex_u64(queued)}))
         }
-        m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p),
+        m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p, ctx.client),
         // Unknown unless faults.debug_rpc is on (loopback only).
         m if m.starts_with("debug_") => s.pipeline.debug(m, params),
         _ => Err(RpcError::method_not_found(method)),

@@ -11,8 +11,9 @@
 //! to a connection (as in geth): any connection may poll an id, which is why
 //! ids are unguessable 128-bit values.
 //!
-//! Limits, each from config: live filters (`rpc.max_filters`; -32005 past
-//! it); a filter not polled with `eth_getFilterChanges` for
+//! Limits, each from config: live filters (`rpc.max_filters`, and
+//! `rpc.max_filters_per_client` from one client address, so one client
+//! cannot hold every slot; -32005 past either); a filter not polled with `eth_getFilterChanges` for
 //! `rpc.filter_timeout_ms` expires, and its id then answers geth's -32000
 //! `filter not found`; a block filter reports at most
 //! `rpc.max_logs_block_range` hashes per poll (the rest on the next one); a
@@ -29,6 +30,7 @@
 use std::{
     collections::{hash_map::RandomState, HashMap},
     hash::BuildHasher,
+    net::IpAddr,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc,
@@ -67,6 +69,8 @@ struct Filter {
     next: u64,
     /// Creation or the last `eth_getFilterChanges`: expiry counts from here.
     polled: Instant,
+    /// The client that installed it (`None`: in process).
+    owner: Option<IpAddr>,
 }
 
 /// The node's installed filters, shared by every RPC worker.
@@ -75,6 +79,8 @@ pub struct Filters {
     live: Mutex<HashMap<u128, Filter>>,
     /// `rpc.max_filters`.
     max: usize,
+    /// `rpc.max_filters_per_client`.
+    max_per_client: usize,
     /// `rpc.filter_timeout_ms`.
     timeout: Duration,
     /// Keys of the id generator, drawn from the OS at start.
@@ -94,6 +100,7 @@ impl Filters {
         Filters {
             live: Mutex::new(HashMap::new()),
             max: limits.max_filters,
+            max_per_client: limits.max_filters_per_client,
             timeout: Duration::from_millis(limits.filter_timeout_ms),
             keys: RandomState::new(),
             counter: AtomicU64::new(0),
@@ -113,19 +120,29 @@ impl Filters {
         live.retain(|_, f| f.polled.elapsed() < self.timeout);
     }
 
-    /// Installs a filter reporting from `next` on (a block height, or for
-    /// pending transactions a feed sequence number); its id.
-    fn install(&self, kind: Kind, next: u64) -> Result<Value, RpcError> {
+    /// Installs a filter for `owner` reporting from `next` on (a block
+    /// height, or for pending transactions a feed sequence number); its id.
+    fn install(&self, kind: Kind, next: u64, owner: Option<IpAddr>) -> Result<Value, RpcError> {
         let mut live = self.live.lock();
         self.sweep(&mut live);
         if live.len() >= self.max {
             return Err(RpcError::new(LIMIT_EXCEEDED, format!("too many filters: limit {}", self.max)));
         }
+        // A scan: at most rpc.max_filters entries, under the lock already.
+        if owner.is_some() && live.values().filter(|f| f.owner == owner).count() >= self.max_per_client {
+            return Err(RpcError::new(
+                LIMIT_EXCEEDED,
+                format!(
+                    "too many filters from this client: limit {} (rpc.max_filters_per_client)",
+                    self.max_per_client
+                ),
+            ));
+        }
         let mut id = self.fresh_id();
         while live.contains_key(&id) {
             id = self.fresh_id();
         }
-        live.insert(id, Filter { kind, next, polled: Instant::now() });
+        live.insert(id, Filter { kind, next, polled: Instant::now(), owner });
         Ok(Value::String(format!("{id:#x}")))
     }
 
@@ -224,17 +241,24 @@ pub(crate) const METHODS: [&str; 6] = [
     "eth_uninstallFilter",
 ];
 
-/// Serves one of [`METHODS`].
-pub(crate) fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcError> {
+/// Serves one of [`METHODS`] for `client`.
+pub(crate) fn call(
+    s: &RpcState,
+    method: &str,
+    p: &Params<'_>,
+    client: Option<IpAddr>,
+) -> Result<Value, RpcError> {
     let filters = &s.filters;
     let head = s.store.head();
     match method {
         "eth_newFilter" => {
             let query = LogQuery::parse(p.req(0)?, 0)?;
-            filters.install(Kind::Logs(Arc::new(query)), head + 1)
+            filters.install(Kind::Logs(Arc::new(query)), head + 1, client)
         }
-        "eth_newBlockFilter" => filters.install(Kind::Blocks, head + 1),
-        "eth_newPendingTransactionFilter" => filters.install(Kind::PendingTxs, s.events.pending().next_seq()),
+        "eth_newBlockFilter" => filters.install(Kind::Blocks, head + 1, client),
+        "eth_newPendingTransactionFilter" => {
+            filters.install(Kind::PendingTxs, s.events.pending().next_seq(), client)
+        }
         "eth_getFilterChanges" => filters.changes(s, filter_id(p)?.ok_or_else(not_found)?),
         "eth_getFilterLogs" => filters.all_logs(s, filter_id(p)?.ok_or_else(not_found)?),
         "eth_uninstallFilter" => Ok(Value::Bool(filter_id(p)?.is_some_and(|id| filters.uninstall(id)))),

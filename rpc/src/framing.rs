@@ -18,7 +18,7 @@ use super::{
     error::{RpcError, INVALID_REQUEST, LIMIT_EXCEEDED, PARSE_ERROR, REQUEST_TIMED_OUT},
     eth,
     params::Params,
-    reply, submission, SharedState,
+    reply, submission, CallContext, SharedState,
 };
 use sluice_txpool::TxError;
 
@@ -32,7 +32,7 @@ fn error_response(id: Value, e: &RpcError) -> Value {
 /// Answers one request body exactly as the HTTP endpoint does, without
 /// actix: the entry point for fuzzing (`fuzz/`) and in-process tests.
 pub async fn handle_body(state: &SharedState, body: &[u8]) -> Option<Vec<u8>> {
-    respond(state, body, &mut |_, _| None).await
+    respond(state, body, &mut |_, _| None, None).await
 }
 
 /// Methods a transport answers itself, before [`eth::dispatch`] (the
@@ -41,9 +41,15 @@ pub(crate) type LocalMethods<'a> = &'a mut dyn FnMut(&str, Option<&Value>) -> Op
 
 /// Answers a JSON-RPC body, one call or a batch, with every limit applied:
 /// the reply, or `None` when nothing is to be sent (only notifications).
-/// Shared by HTTP and WebSocket.
-pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethods<'_>) -> Option<Vec<u8>> {
+/// Shared by HTTP and WebSocket; `client` is who sent it.
+pub(crate) async fn respond(
+    state: &SharedState,
+    body: &[u8],
+    local: LocalMethods<'_>,
+    client: Option<std::net::IpAddr>,
+) -> Option<Vec<u8>> {
     let until = Instant::now() + Duration::from_millis(state.limits.batch_timeout_ms);
+    let ctx = CallContext { client, until };
     // A batch is read element by element from the body's bytes, so its
     // transaction submissions skip the `Value` tree (see
     // [`crate::submission`]); anything else is read into one.
@@ -65,7 +71,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
                 },
             });
         }
-        return answer_batch(state, calls, local, until).await;
+        return answer_batch(state, calls, local, ctx).await;
     }
     let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
@@ -74,7 +80,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
     let max = state.limits.max_response_bytes;
     match parsed {
         Value::Array(calls) => {
-            answer_batch(state, calls.into_iter().map(read_call).collect(), local, until).await
+            answer_batch(state, calls.into_iter().map(read_call).collect(), local, ctx).await
         }
         single => {
             let call = match Call::parse(single) {
@@ -83,7 +89,7 @@ pub(crate) async fn respond(state: &SharedState, body: &[u8], local: LocalMethod
             };
             let result = match answer_locally(local, &call) {
                 Some(result) => result,
-                None => dispatch_one(state, call.method, call.params, until).await,
+                None => dispatch_one(state, call.method, call.params, ctx).await,
             };
             // A notification is executed but not answered.
             let id = call.id?;
@@ -141,7 +147,7 @@ async fn answer_batch(
     state: &SharedState,
     calls: Vec<(Result<Call, Value>, Option<Bytes>)>,
     local: LocalMethods<'_>,
-    until: Instant,
+    ctx: CallContext,
 ) -> Option<Vec<u8>> {
     let max = state.limits.max_response_bytes;
     if let Some(refused) = batch_len_refused(state, calls.len()) {
@@ -202,10 +208,10 @@ async fn answer_batch(
                 let result = match answer_locally(&mut *local, &call) {
                     Some(result) => result,
                     // The batch's time is spent: the rest are not run.
-                    None if Instant::now() >= until => {
+                    None if Instant::now() >= ctx.until => {
                         Err(RpcError::new(REQUEST_TIMED_OUT, "request timed out"))
                     }
-                    None => dispatch_one(state, call.method, call.params, until).await,
+                    None => dispatch_one(state, call.method, call.params, ctx).await,
                 };
                 if let Some(id) = &call.id {
                     reply::write(&mut out, id, &result, &mut tally);
@@ -267,16 +273,15 @@ fn answer_locally(local: LocalMethods<'_>, call: &Call) -> Option<Result<Value, 
     Some(result)
 }
 
-/// Runs one call's method, by `until` at the latest (counted in the
-/// request metrics).
+/// Runs one call's method, within `ctx` (counted in the request metrics).
 async fn dispatch_one(
     state: &SharedState,
     method: String,
     params: Option<Value>,
-    until: Instant,
+    ctx: CallContext,
 ) -> Result<Value, RpcError> {
     let start = Instant::now();
-    let result = eth::dispatch(state, &method, params.as_ref(), until).await;
+    let result = eth::dispatch(state, &method, params.as_ref(), &ctx).await;
     observe(&method, start);
     result
 }

@@ -104,3 +104,13 @@ impl RpcState {
 
 /// Shared handle.
 pub type SharedState = Arc<RpcState>;
+
+/// What a call knows of the request it came in: who sent it (for the
+/// per-client caps) and when the request's time runs out.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext {
+    /// The client's address; `None` in process (fuzzing, tests).
+    pub client: Option<std::net::IpAddr>,
+    /// When the request's time (`rpc.batch_timeout_ms`) runs out.
+    pub until: std::time::Instant,
+}

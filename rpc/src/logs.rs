@@ -137,26 +137,47 @@ pub(crate) fn get_logs(s: &RpcState, filter: &Value) -> Result<Value, RpcError> 
     query.logs(s, from, to)
 }
 
-/// The `address` and `topics` of a log filter object, parameter `arg`.
+/// Most addresses a log filter may name (geth's `maxAddresses`).
+pub(crate) const MAX_ADDRESSES: usize = 1000;
+/// Most topic positions (`LOG4`'s four; geth's `maxTopics`).
+pub(crate) const MAX_TOPICS: usize = 4;
+/// Most alternatives at one topic position (geth's `maxSubTopics`).
+pub(crate) const MAX_SUB_TOPICS: usize = 1000;
+
+/// The `address` and `topics` of a log filter object, parameter `arg`,
+/// within geth's bounds and with its messages: more than
+/// [`MAX_ADDRESSES`] addresses, [`MAX_TOPICS`] positions or
+/// [`MAX_SUB_TOPICS`] alternatives at a position are refused before any
+/// is parsed.
 pub(crate) fn log_criteria(o: &Map<String, Value>, arg: usize) -> Result<LogCriteria, RpcError> {
     let addresses = match o.get("address").filter(|v| !v.is_null()) {
         None => vec![],
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(params::address)
-            .collect::<Result<_, _>>()
-            .map_err(|e| RpcError::invalid_arg(arg, e))?,
+        Some(Value::Array(list)) => {
+            if list.len() > MAX_ADDRESSES {
+                return Err(RpcError::new(SERVER_ERROR, "exceed max addresses"));
+            }
+            list.iter()
+                .map(params::address)
+                .collect::<Result<_, _>>()
+                .map_err(|e| RpcError::invalid_arg(arg, e))?
+        }
         Some(v) => vec![params::address(v).map_err(|e| RpcError::invalid_arg(arg, e))?],
     };
     let mut topics = Vec::new();
     if let Some(t) = o.get("topics").filter(|v| !v.is_null()) {
         let list = t.as_array().ok_or_else(|| RpcError::invalid_arg(arg, "topics must be an array"))?;
-        if list.len() > 4 {
-            return Err(RpcError::invalid_arg(arg, "too many topics, maximum is 4"));
+        if list.len() > MAX_TOPICS {
+            return Err(RpcError::new(SERVER_ERROR, "exceed max topics"));
         }
         for pos in list {
             topics.push(match pos {
                 Value::Null => vec![],
+                Value::Array(alts) if alts.len() > MAX_SUB_TOPICS => {
+                    return Err(RpcError::new(
+                        SERVER_ERROR,
+                        "exceed max addresses or topics per search position",
+                    ))
+                }
                 Value::Array(alts) => alts
                     .iter()
                     .map(params::hash)
@@ -166,5 +187,5 @@ pub(crate) fn log_criteria(o: &Map<String, Value>, arg: usize) -> Result<LogCrit
             });
         }
     }
-    Ok(LogCriteria { addresses, topics })
+    Ok(LogCriteria::new(addresses, topics))
 }

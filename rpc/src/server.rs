@@ -106,7 +106,8 @@ async fn handle(req: HttpRequest, state: web::Data<super::RpcState>, payload: we
         Ok(body) => body,
         Err(refused) => return refused.response(),
     };
-    match respond(&state.into_inner(), &body, &mut |_, _| None).await {
+    let client = req.peer_addr().map(|a| a.ip());
+    match respond(&state.into_inner(), &body, &mut |_, _| None, client).await {
         Some(bytes) => json_response(bytes),
         None => HttpResponse::Ok().finish(),
     }

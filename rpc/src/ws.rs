@@ -33,8 +33,10 @@
 //! falls behind or stops reading is disconnected.
 
 use std::{
+    collections::HashMap,
+    net::IpAddr,
     sync::{
-        atomic::{AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicU64, Ordering},
         Arc, OnceLock,
     },
     time::Duration,
@@ -67,29 +69,68 @@ pub const WS_REFUSED: &str = "sluice_ws_refused_total";
 /// `silent`, `protocol`, `shutdown`.
 pub const WS_DROPPED: &str = "sluice_ws_dropped_total";
 
-/// Open WebSocket connections, counted across HTTP workers.
+/// Open WebSocket connections, counted across HTTP workers, in all and
+/// per client address.
 #[derive(Debug, Default)]
 pub struct Connections {
-    open: AtomicUsize,
+    open: parking_lot::Mutex<Open>,
+}
+
+/// What [`Connections`] counts.
+#[derive(Debug, Default)]
+struct Open {
+    total: usize,
+    /// Per client address; an address with none is removed.
+    by_client: HashMap<IpAddr, usize>,
 }
 
 /// One counted connection, released when dropped.
-struct Slot(web::Data<Connections>);
+struct Slot(web::Data<Connections>, Option<IpAddr>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        let mut open = self.0.open.lock();
+        open.total -= 1;
+        if let Some(ip) = self.1 {
+            if let Some(n) = open.by_client.get_mut(&ip) {
+                *n -= 1;
+                if *n == 0 {
+                    open.by_client.remove(&ip);
+                }
+            }
+        }
         metrics::gauge!(WS_CONNECTIONS).decrement(1.0);
     }
 }
 
-fn acquire(connections: &web::Data<Connections>, limit: usize) -> Option<Slot> {
-    connections
-        .open
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1))
-        .ok()?;
+/// Why a handshake found no slot.
+enum Full {
+    /// `rpc.ws_max_connections` open.
+    Node(usize),
+    /// `rpc.ws_max_connections_per_client` open from this address.
+    Client(usize),
+}
+
+/// A slot for a connection from `client`, within both limits.
+fn acquire(
+    connections: &web::Data<Connections>,
+    limits: &sluice_config::RpcConfig,
+    client: Option<IpAddr>,
+) -> Result<Slot, Full> {
+    let mut open = connections.open.lock();
+    if open.total >= limits.ws_max_connections {
+        return Err(Full::Node(limits.ws_max_connections));
+    }
+    if let Some(ip) = client {
+        let n = open.by_client.entry(ip).or_default();
+        if *n >= limits.ws_max_connections_per_client {
+            return Err(Full::Client(limits.ws_max_connections_per_client));
+        }
+        *n += 1;
+    }
+    open.total += 1;
     metrics::gauge!(WS_CONNECTIONS).increment(1.0);
-    Some(Slot(connections.clone()))
+    Ok(Slot(connections.clone(), client))
 }
 
 /// `GET /`: a WebSocket upgrade, or one line saying what this port serves.
@@ -117,10 +158,19 @@ pub(crate) async fn get(
                 .body(format!("origin {origin} not allowed (rpc.cors_origins)\n"));
         }
     }
-    let Some(slot) = acquire(&connections, limits.ws_max_connections) else {
-        metrics::counter!(WS_REFUSED).increment(1);
-        return HttpResponse::ServiceUnavailable()
-            .body(format!("too many WebSocket connections: limit {}\n", limits.ws_max_connections));
+    let client = req.peer_addr().map(|a| a.ip());
+    let slot = match acquire(&connections, limits, client) {
+        Ok(slot) => slot,
+        Err(full) => {
+            metrics::counter!(WS_REFUSED).increment(1);
+            let why = match full {
+                Full::Node(n) => format!("too many WebSocket connections: limit {n}\n"),
+                Full::Client(n) => format!(
+                    "too many WebSocket connections from this client: limit {n} (rpc.ws_max_connections_per_client)\n"
+                ),
+            };
+            return HttpResponse::ServiceUnavailable().body(why);
+        }
     };
     let (response, session, stream) = match actix_ws::handle(&req, body) {
         Ok(parts) => parts,
@@ -133,7 +183,8 @@ pub(crate) async fn get(
     let send_timeout = Duration::from_millis(limits.ws_send_timeout_ms);
     let subs = Subscriptions { list: Vec::new(), limit: limits.ws_max_subscriptions_per_connection };
     let state = state.into_inner();
-    let connection = Connection { delivered: *state.events.heads().borrow(), send_timeout, subs, state };
+    let connection =
+        Connection { delivered: *state.events.heads().borrow(), send_timeout, subs, state, client };
     actix_web::rt::spawn(connection.run(session, stream, slot));
     response
 }
@@ -301,6 +352,8 @@ struct Connection {
     delivered: u64,
     /// `rpc.ws_send_timeout_ms`.
     send_timeout: Duration,
+    /// The client's address (its filters count against its cap).
+    client: Option<IpAddr>,
 }
 
 impl Connection {
@@ -395,7 +448,7 @@ impl Connection {
             "eth_unsubscribe" => Some(subs.unsubscribe(params)),
             _ => None,
         };
-        let Some(reply) = framing::respond(&self.state, body, &mut local).await else {
+        let Some(reply) = framing::respond(&self.state, body, &mut local, self.client).await else {
             return Ok(());
         };
         // serde_json writes UTF-8.

@@ -25,6 +25,7 @@ mod fault_each_actor_each_kind;
 mod fault_fuzz_fallback;
 mod fault_hostile_input_refused;
 mod fault_slow_stage_keeps_heights_unique;
+mod filters_are_bounded;
 mod filters_poll_changes;
 mod future_nonces_wait_for_their_gap;
 mod http_is_guarded;

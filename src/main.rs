@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use sluice_actors::Node;
 use sluice_config::{Config, Overrides};
 
+mod fdlimit;
 mod validator;
 
 /// Blocks allocate on one thread (workers, HTTP) and free on another
@@ -170,6 +171,9 @@ fn run_node(cfg: Config) -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG.into()),
         )
         .init();
+    // Before the store opens: it sizes its file cache within this limit,
+    // and sockets get the rest.
+    fdlimit::raise_and_log();
     // Installed before the actor system so the exporter gets its own
     // thread and a scrape never waits on a busy pipeline thread.
     sluice_actors::metrics::install(cfg.metrics.addr)

@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use sluice_actors::Node;
 use sluice_config::{Config, Overrides};
 
+mod fdlimit;
 mod validator;
 
 /// Blocks allocate on one thread (workers, HTTP) and free on another
@@ -160,7 +161,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
 const DEFAULT_LOG: &str = "info,commonware_consensus=warn,commonware_p2p=warn,commonware_runtime=warn,\
 commonware_storage=warn,commonware_broadcast=warn,commonware_resolver=warn,commonware_stream=warn";
 
-fn run_node(cfg: Config) -> anyhow::Result<()> {
+fn run_node(mut cfg: Config) -> anyhow::Result<()> {
     // Logs go to stderr (stdout carries the one "listening" line scripts
     // wait for), without colour codes unless stderr is a terminal.
     tracing_subscriber::fmt()
@@ -170,6 +171,9 @@ fn run_node(cfg: Config) -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG.into()),
         )
         .init();
+    // Before the store opens: it sizes its file cache within this limit,
+    // and sockets get the rest.
+    fdlimit::raise_and_fit(&mut cfg.rpc);
     // Installed before the actor system so the exporter gets its own
     // thread and a scrape never waits on a busy pipeline thread.
     sluice_actors::metrics::install(cfg.metrics.addr)

@@ -144,6 +144,10 @@ pub const STATE_CACHE_BYTES: &str = "sluice_state_cache_bytes";
 pub const STATE_CACHE_READS: &str = "sluice_state_cache_reads_total";
 /// 1 while the store is halted after a failed commit.
 pub const STORE_HALTED: &str = "sluice_store_halted";
+/// Reads of the database (blocks, block hashes, transaction positions)
+/// that failed with an I/O error and were answered with it, without
+/// halting the store (`Store::read_errors`; damage still halts).
+pub const STORE_READ_ERRORS: &str = "sluice_store_read_errors_total";
 /// The prefix of the process metrics (`metrics-process`, the names
 /// Prometheus's client libraries use): `sluice_process_cpu_seconds_total`
 /// (a counter of whole seconds, for `rate()`), `_resident_memory_bytes`,
@@ -184,7 +188,7 @@ pub fn install(addr: SocketAddr) -> Result<(), BuildError> {
 /// label get one representative series (the dashboards sum over labels);
 /// histograms are registered without an observation (count 0).
 fn zeros() {
-    let counters = [TXS_SKIPPED, TXS_INCLUDED, OCC_RERUNS, OCC_SETTLES];
+    let counters = [TXS_SKIPPED, TXS_INCLUDED, OCC_RERUNS, OCC_SETTLES, STORE_READ_ERRORS];
     for counter in counters.into_iter().chain([CACHE_HITS, CACHE_MISSES, CACHE_EVICTIONS]) {
         metrics::counter!(counter).increment(0);
     }
@@ -297,6 +301,10 @@ fn describe() {
     describe_gauge!(
         STORE_HALTED,
         "1 while the store is halted (failed commit, or an actor failing too often)"
+    );
+    describe_counter!(
+        STORE_READ_ERRORS,
+        "Database reads that failed with an I/O error and were answered with it, without halting the store"
     );
 }
 

@@ -107,6 +107,8 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
         },
         history_blocks: cfg.store.history_blocks,
         fail_commit_at: cfg.store.inject_commit_failure_at_height,
+        // Not configurable: the store's own tests inject read failures.
+        fail_read_at: 0,
         diverge_at: cfg.store.inject_app_hash_divergence_at_height,
         // A single node's data dir; a validator network names its own.
         network: String::new(),
@@ -512,6 +514,7 @@ fn spawn_sampler(
             was_halted = halted.is_some();
             metrics::gauge!(m::STORE_HALTED).set(if was_halted { 1.0 } else { 0.0 });
             metrics::gauge!(m::STORE_DB_BYTES).set(store.db_bytes() as f64);
+            metrics::counter!(m::STORE_READ_ERRORS).absolute(store.read_errors());
             if let Some(c) = store.cache_stats() {
                 metrics::gauge!(m::STATE_CACHE_BYTES).set(c.bytes as f64);
                 let reads = [

@@ -165,7 +165,7 @@ pub async fn dispatch(
         "eth_sendRawTransactionSync" => send_sync(s, &p).await,
         "eth_getTransactionByHash" => {
             let hash = p.hash(0)?;
-            if let Some((b, i)) = s.store.transaction(&hash) {
+            if let Some((b, i)) = s.store.try_transaction(&hash)? {
                 return Ok(committed_tx(&b, i).unwrap_or(Value::Null));
             }
             Ok(s.pending.get(&hash).map_or(Value::Null, |tx| format::transaction(&tx, None)))
@@ -173,8 +173,13 @@ pub async fn dispatch(
         "eth_getTransactionReceipt" => {
             let hash = p.hash(0)?;
             crate::sync::state_readable(&s.store)?;
-            Ok(match s.store.transaction(&hash) {
-                Some((b, i)) => format::receipt(&b, &b.receipts[i], format::first_log_index(&b, i)),
+            Ok(match s.store.try_transaction(&hash)? {
+                // An index that points past its block's receipts (damage)
+                // answers null, never a panic.
+                Some((b, i)) => b
+                    .receipts
+                    .get(i)
+                    .map_or(Value::Null, |r| format::receipt(&b, r, format::first_log_index(&b, i))),
                 None => Value::Null,
             })
         }
@@ -240,7 +245,9 @@ async fn send_sync(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
     let mut heads = s.events.heads();
     loop {
         if let Some((b, i)) = s.store.transaction(&hash) {
-            return Ok(format::receipt(&b, &b.receipts[i], format::first_log_index(&b, i)));
+            if let Some(r) = b.receipts.get(i) {
+                return Ok(format::receipt(&b, r, format::first_log_index(&b, i)));
+            }
         }
         // Woken by each committed block (or the timeout): nothing polls.
         match tokio::time::timeout_at(deadline, heads.changed()).await {
@@ -320,7 +327,7 @@ fn fee_history(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
     let mut rewards = Vec::new();
     let mut last_fee = base_fee(s);
     for n in oldest..=newest {
-        let Some(b) = s.store.block(n) else { break };
+        let Some(b) = s.store.try_block(n)? else { break };
         let h = &b.block.header;
         last_fee = h.base_fee;
         base_fees.push(hex_u64(h.base_fee));

@@ -16,7 +16,7 @@ use super::{
 pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, RpcError> {
     let number = match id {
         BlockId::Latest | BlockId::Pending => return Ok(Some(s.store.head_block())),
-        BlockId::Hash(h) => return Ok(s.store.block_by_hash(&h)),
+        BlockId::Hash(h) => return Ok(s.store.try_block_by_hash(&h)?),
         BlockId::Earliest => 0,
         BlockId::Number(n) => n,
     };
@@ -24,11 +24,17 @@ pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredB
     if number > s.store.head() {
         return Ok(None);
     }
-    match s.store.block(number) {
+    // A failed read answers this request with its error (the store is
+    // not halted for it).
+    let read = s.store.try_block(number).map_err(|e| match e {
+        // Pruned state is the caller's to hear as geth words it.
+        e @ sluice_store::StoreError::StateUnavailable { .. } => RpcError::from(e),
+        e => RpcError::new(INTERNAL_ERROR, format!("block {number} could not be read: {e}")),
+    })?;
+    match read {
         Some(block) => Ok(Some(block)),
-        // Committed, yet not readable: the read failed (and halted the
-        // store, with the reason) or the store is closing. Say so, rather
-        // than answer that the block does not exist.
+        // Committed, yet not there: the store halted or is closing. Say
+        // so, rather than answer that the block does not exist.
         None => Err(RpcError::new(
             INTERNAL_ERROR,
             format!(
@@ -75,7 +81,7 @@ pub(crate) fn state_at(s: &RpcState, id: BlockId) -> Result<StateView<'_>, RpcEr
     let block = match id {
         BlockId::Hash(h) => s
             .store
-            .block_by_hash(&h)
+            .try_block_by_hash(&h)?
             .ok_or_else(|| RpcError::new(SERVER_ERROR, format!("header for hash {h} not found")))?,
         _ => find_block(s, id)?.ok_or_else(|| RpcError::new(SERVER_ERROR, "header not found"))?,
     };

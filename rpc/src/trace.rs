@@ -42,20 +42,18 @@ pub fn call(s: &RpcState, method: &str, p: &Params<'_>, deadline: &Deadline) -> 
             let opts = options(p, 1)?;
             let (block, i) = s
                 .store
-                .transaction(&hash)
+                .try_transaction(&hash)?
                 .ok_or_else(|| RpcError::new(SERVER_ERROR, format!("transaction {hash} not found")))?;
             let txs = applied(&block)?;
+            // An index past its block (damage) is an error, never a panic.
+            let (before, tx) = match (txs.get(..i), txs.get(i)) {
+                (Some(before), Some(tx)) => (before, tx),
+                _ => return Err(RpcError::new(SERVER_ERROR, format!("transaction {hash} not found"))),
+            };
             let state = s.store.state_at(block.block.header.number.saturating_sub(1))?;
             let at = TracePosition { block_hash: block.block.hash, index: i };
-            let trace = trace_transaction(
-                &state,
-                &s.exec,
-                &block.block.header,
-                &txs[..i],
-                (&txs[i], at),
-                opts,
-                &limits,
-            )?;
+            let trace =
+                trace_transaction(&state, &s.exec, &block.block.header, before, (tx, at), opts, &limits)?;
             Ok(json!(trace))
         }
         "debug_traceCall" => {

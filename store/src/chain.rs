@@ -3,7 +3,10 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    sync::Arc,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use alloy_primitives::{Address, Bytes, B256, U256};
@@ -114,6 +117,12 @@ pub struct Store {
     repaired: bool,
     /// Commit of this height fails (fault injection; 0 = never).
     fail_commit_at: u64,
+    /// Reads of this height's block from the database fail with an I/O
+    /// error (fault injection; 0 = never).
+    fail_read_at: u64,
+    /// Reads of the database that failed without damage (see
+    /// [`Store::read_errors`]).
+    read_errors: AtomicU64,
     /// From this height on, the app hash is perturbed (fault injection, to
     /// prove validators catch divergence; 0 = never).
     diverge_at: u64,
@@ -138,6 +147,11 @@ pub struct DurableOptions {
     pub history_blocks: u64,
     /// Fault injection: the commit of this height fails (0 = never).
     pub fail_commit_at: u64,
+    /// Fault injection: every read of this height's block from the
+    /// database (not from the recent blocks in memory) fails with an I/O
+    /// error, as under EMFILE or EIO (0 = never). Set by the store's tests;
+    /// the node leaves it 0.
+    pub fail_read_at: u64,
     /// Fault injection: the app hash of this height is perturbed, and so
     /// every later one (0 = never).
     pub diverge_at: u64,
@@ -259,6 +273,8 @@ impl Store {
             genesis_fingerprint: genesis.fingerprint(),
             repaired: false,
             fail_commit_at: 0,
+            fail_read_at: 0,
+            read_errors: AtomicU64::new(0),
             diverge_at: 0,
         }
     }
@@ -326,12 +342,15 @@ impl Store {
             genesis_fingerprint: id.genesis,
             repaired: false,
             fail_commit_at: 0,
+            fail_read_at: 0,
+            read_errors: AtomicU64::new(0),
             diverge_at: 0,
         };
         store.repaired = db.repaired();
         store.db = Some(RwLock::new(Some(db)));
         store.cache_blocks = opts.cache_blocks.max(1);
         store.fail_commit_at = opts.fail_commit_at;
+        store.fail_read_at = opts.fail_read_at;
         store.diverge_at = opts.diverge_at;
         Ok(store)
     }
@@ -362,44 +381,84 @@ impl Store {
         }
     }
 
-    /// A committed block by height.
+    /// A committed block by height; `None` also when the database failed
+    /// to read it (counted and logged: see [`Store::try_block`]).
     pub fn block(&self, number: u64) -> Option<Arc<StoredBlock>> {
+        self.try_block(number).ok().flatten()
+    }
+
+    /// A committed block by height, or the error its read from the
+    /// database met (after an I/O error the store goes on; see
+    /// `read_disk`).
+    pub fn try_block(&self, number: u64) -> Result<Option<Arc<StoredBlock>>, StoreError> {
         {
             let inner = self.inner.read();
             if number > inner.head {
-                return None;
+                return Ok(None);
             }
             if let Some(b) = inner.cached(number) {
-                return Some(Arc::clone(b));
+                return Ok(Some(Arc::clone(b)));
             }
         }
-        self.read_disk(|db| db.block(number)).map(Arc::new)
+        let inject = self.fail_read_at != 0 && number == self.fail_read_at;
+        let found = self.read_disk(|db| {
+            if inject {
+                let why = format!("injected read failure of block {number}");
+                return Err(StoreError::Io(std::io::Error::other(why)));
+            }
+            db.block(number)
+        })?;
+        Ok(found.map(Arc::new))
     }
 
-    /// A committed block by hash.
+    /// A committed block by hash; `None` also when a read failed (see
+    /// [`Store::try_block_by_hash`]).
     pub fn block_by_hash(&self, hash: &B256) -> Option<Arc<StoredBlock>> {
+        self.try_block_by_hash(hash).ok().flatten()
+    }
+
+    /// A committed block by hash, or the error a read of the database met.
+    pub fn try_block_by_hash(&self, hash: &B256) -> Result<Option<Arc<StoredBlock>>, StoreError> {
         let cached = self.inner.read().by_hash.get(hash).copied();
         let number = match cached {
             Some(n) => n,
-            None => self.read_disk(|db| db.block_number(hash))?,
+            None => match self.read_disk(|db| db.block_number(hash))? {
+                Some(n) => n,
+                None => return Ok(None),
+            },
         };
-        self.block(number)
+        self.try_block(number)
     }
 
-    /// A committed transaction: its block and receipt index.
+    /// A committed transaction: its block and receipt index; `None` also
+    /// when a read failed (see [`Store::try_transaction`]).
     pub fn transaction(&self, hash: &B256) -> Option<(Arc<StoredBlock>, usize)> {
+        self.try_transaction(hash).ok().flatten()
+    }
+
+    /// A committed transaction (its block and receipt index), or the error
+    /// a read of the database met.
+    pub fn try_transaction(&self, hash: &B256) -> Result<Option<(Arc<StoredBlock>, usize)>, StoreError> {
         let cached = self.inner.read().txs.as_ref().and_then(|txs| txs.get(hash).copied());
         let loc = match cached {
             Some(loc) => loc,
-            None => {
-                let (block, index) = self.read_disk(|db| db.tx_location(hash))?;
-                TxLocation { block, index }
-            }
+            None => match self.read_disk(|db| db.tx_location(hash))? {
+                Some((block, index)) => TxLocation { block, index },
+                None => return Ok(None),
+            },
         };
         if loc.block > self.head() {
-            return None;
+            return Ok(None);
         }
-        Some((self.block(loc.block)?, loc.index as usize))
+        Ok(self.try_block(loc.block)?.map(|b| (b, loc.index as usize)))
+    }
+
+    /// Reads of the database that failed without finding damage (an I/O
+    /// error such as EMFILE or EIO) since the store was opened: each was
+    /// answered with its error and logged, and the store went on. Exported
+    /// as `sluice_store_read_errors_total`.
+    pub fn read_errors(&self) -> u64 {
+        self.read_errors.load(Ordering::Relaxed)
     }
 
     /// The error that halted the store, if any.
@@ -426,15 +485,37 @@ impl Store {
     }
 
     /// What `read` finds in the file, if this store is durable and not
-    /// closed. A failed read (a damaged page, a disk error) is latched
-    /// like a failed commit: the store halts with the reason, since a file
-    /// that fails reads of committed blocks is not one to commit more to,
-    /// and the caller sees the block as not found.
-    fn read_disk<T>(&self, read: impl FnOnce(&Db) -> Result<Option<T>, StoreError>) -> Option<T> {
-        let found = read(&*self.disk()?);
-        found.unwrap_or_else(|e| {
-            self.halt(e.to_string());
-            None
+    /// closed (`Ok(None)` once closed: only cached blocks are served then).
+    ///
+    /// The rule for a failed read: these reads (blocks, block hashes,
+    /// transaction positions) are reachable from RPC callers and gossip,
+    /// with hashes and heights anyone picks, so a failure that outside load
+    /// can cause must not stop the node.
+    /// - Damage found ([`StoreError::Corrupt`], or an I/O error saying a
+    ///   file is missing or cut short: [`is_damage`]) halts the store as a
+    ///   failed commit does: a file that fails reads of committed blocks is
+    ///   not one to commit more to.
+    /// - Any other error (EMFILE under a connection flood, ENOMEM, a
+    ///   transient EIO) answers only this read: it is returned to the
+    ///   caller, counted in [`Store::read_errors`] and logged at warn; the
+    ///   store goes on, and a later read may succeed.
+    ///
+    /// A failed write or commit still halts the store ([`Store::commit`]).
+    fn read_disk<T>(
+        &self,
+        read: impl FnOnce(&Db) -> Result<Option<T>, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let found = match self.disk() {
+            Some(db) => read(&db),
+            None => return Ok(None),
+        };
+        found.inspect_err(|e| {
+            if is_damage(e) {
+                self.halt(e.to_string());
+            } else {
+                self.read_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "a read of the database failed; answered with the error, the store goes on");
+            }
         })
     }
 
@@ -541,7 +622,19 @@ impl Store {
     fn check_state_ref(&self, executed: &ExecutedBlock) -> Result<(), StoreError> {
         let Some(claim) = executed.block.header.state_ref else { return Ok(()) };
         let number = executed.block.header.number;
-        let mine = if claim.height < number { self.block(claim.height).map(|b| b.app_hash) } else { None };
+        let mine = if claim.height < number {
+            // A failed read fails this commit, which halts like any failed
+            // commit (and is not taken for a height never committed).
+            match self.try_block(claim.height) {
+                Ok(b) => b.map(|b| b.app_hash),
+                Err(e) => {
+                    self.halt(e.to_string());
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
         let err = match mine {
             Some(mine) if mine == claim.app_hash => return Ok(()),
             Some(mine) => {
@@ -656,6 +749,23 @@ impl Drop for Store {
     /// as damaged as it was, and the next open reports it.
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+/// Whether a failed read found damage (the store halts) rather than a
+/// failure of the moment (the read is answered with it): what the database
+/// found corrupt, or a file of it missing or cut short, as `Db::open`
+/// tells them apart at open.
+fn is_damage(e: &StoreError) -> bool {
+    match e {
+        StoreError::Corrupt(_) => true,
+        StoreError::Io(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound
+                | std::io::ErrorKind::UnexpectedEof
+                | std::io::ErrorKind::InvalidData
+        ),
+        _ => false,
     }
 }
 
@@ -779,7 +889,9 @@ impl StateReader for Store {
         Ok(found)
     }
     fn block_hash(&self, number: u64) -> Result<B256, StoreError> {
-        Ok(self.block(number).map(|b| b.block.hash).unwrap_or_default())
+        // A failed read is an error, never a zero hash: execution on a
+        // wrong BLOCKHASH would diverge.
+        Ok(self.try_block(number)?.map(|b| b.block.hash).unwrap_or_default())
     }
 }
 

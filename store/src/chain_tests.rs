@@ -41,6 +41,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         state_cache: crate::CacheBytes::default(),
         history_blocks: 0,
         fail_commit_at: 0,
+        fail_read_at: 0,
         diverge_at: 0,
         network: String::new(),
     }
@@ -197,6 +198,61 @@ fn a_failed_commit_is_latched() {
     let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
     assert_eq!(store.head(), 1);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_failed_read_answers_its_caller_and_never_halts() {
+    // A read that fails with an I/O error (EMFILE under a connection flood,
+    // a transient EIO) is reachable from RPC and gossip: it must answer
+    // only that read, be counted, and leave the store committing.
+    let dir = temp_dir("read-error");
+    let mut o = opts(&dir, SyncPolicy::EveryBlock);
+    o.fail_read_at = 2;
+    let store = Store::open(&genesis(1), &o).unwrap();
+    build(&store, 6);
+    let two = {
+        // Block 2 is older than the two cached blocks: read from disk.
+        let b = block(&store.block(1).unwrap(), 2);
+        b.block.hash
+    };
+    assert!(matches!(store.try_block(2), Err(StoreError::Io(_))), "the caller gets the error");
+    assert!(store.block(2).is_none(), "the Option reader answers not found");
+    assert!(matches!(store.try_block_by_hash(&two), Err(StoreError::Io(_))));
+    assert_eq!(store.read_errors(), 3, "each failed read is counted");
+    assert_eq!(store.halted(), None, "an I/O error of a read never halts the store");
+    // Other reads and commits go on.
+    assert_eq!(store.block(3).unwrap().block.header.number, 3);
+    let next = block(&store.head_block(), 7);
+    assert!(store.commit(&next).is_ok(), "commits go on after a failed read");
+    assert_eq!(store.head(), 7);
+    assert_eq!(store.read_errors(), 3);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn damage_found_by_a_read_still_halts() {
+    // The other half of the rule: damage is not answered and forgotten.
+    let dir = temp_dir("read-damage");
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    build(&store, 4);
+    let found: Result<Option<()>, StoreError> =
+        store.read_disk(|_| Err(StoreError::Corrupt("a block that does not decode".into())));
+    assert!(matches!(found, Err(StoreError::Corrupt(_))));
+    assert!(store.halted().is_some_and(|r| r.contains("does not decode")));
+    assert_eq!(store.read_errors(), 0, "damage is a halt, not a read error");
+    let next = block(&store.head_block(), 5);
+    assert!(matches!(store.commit(&next), Err(StoreError::Halted(_))));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_file_cache_takes_a_quarter_of_the_open_file_limit_at_most_fjalls_default() {
+    use crate::db::{cached_files_within, FJALL_DEFAULT_CACHED_FILES};
+    assert_eq!(cached_files_within(Some(1024)), 256);
+    assert_eq!(cached_files_within(Some(256)), 64);
+    assert_eq!(cached_files_within(Some(1 << 20)), FJALL_DEFAULT_CACHED_FILES);
+    assert_eq!(cached_files_within(None), FJALL_DEFAULT_CACHED_FILES);
+    assert_eq!(cached_files_within(Some(8)), 10, "fjall refuses fewer than 10");
 }
 
 #[test]

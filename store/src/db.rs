@@ -121,6 +121,50 @@ impl Default for DbLimits {
     }
 }
 
+/// fjall's own bound on the table files it keeps open on Linux (fjall
+/// 3.1.13, `db_config.rs`): the file cache is never made larger.
+pub const FJALL_DEFAULT_CACHED_FILES: usize = 900;
+
+/// The fewest cached files fjall accepts (its builder panics below).
+const MIN_CACHED_FILES: usize = 10;
+
+/// How many table files the database keeps open under a process
+/// open-file limit of `limit`: a quarter of it, so sockets (RPC
+/// connections, peers), journals and the rest keep three quarters, and at
+/// most fjall's own default. Unknown or unlimited (`None`): fjall's
+/// default. fjall opens files past its cache as it needs them and closes
+/// them after; the bound is on what it keeps open between reads.
+pub fn cached_files_within(limit: Option<u64>) -> usize {
+    match limit {
+        None => FJALL_DEFAULT_CACHED_FILES,
+        Some(limit) => {
+            let quarter = usize::try_from(limit / 4).unwrap_or(usize::MAX);
+            quarter.clamp(MIN_CACHED_FILES, FJALL_DEFAULT_CACHED_FILES)
+        }
+    }
+}
+
+/// The process's open-file soft limit (`RLIMIT_NOFILE`), read where the
+/// database is opened, after the node raised it at start; `None` when
+/// unlimited or unknown.
+pub fn open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit only writes the struct it is given, which
+        // outlives the call.
+        let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+        if rc != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+            return None;
+        }
+        Some(limit.rlim_cur)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// The open database.
 pub struct Db {
     pub(crate) db: Database,
@@ -209,7 +253,18 @@ impl Db {
         // cut, flushing what it holds, at twice the buffer: what a start
         // after a kill replays stays small.
         let memtable = (memory.write_buffer_bytes / KEYSPACES).max(1 << 20);
+        // Within the open-file limit: fjall's default of 900 cached files
+        // alone would leave a default soft limit of 1024 a hundred
+        // descriptors for every socket, and a read then fails with EMFILE.
+        let limit = open_file_limit();
+        let cached_files = cached_files_within(limit);
+        tracing::info!(
+            open_file_limit = limit.map_or_else(|| "unlimited".to_string(), |l| l.to_string()),
+            cached_files,
+            "database file cache sized within the open-file limit (a quarter of it, at most fjall's default)"
+        );
         let db = Database::builder(&path)
+            .max_cached_files(Some(cached_files))
             .cache_size(memory.cache_bytes)
             .max_journaling_size((memory.write_buffer_bytes * 2).max(64 << 20))
             .worker_threads(memory.worker_threads.max(1))

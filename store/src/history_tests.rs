@@ -256,6 +256,7 @@ fn options(dir: &std::path::Path, history_blocks: u64) -> DurableOptions {
         state_cache: crate::CacheBytes::default(),
         history_blocks,
         fail_commit_at: 0,
+        fail_read_at: 0,
         diverge_at: 0,
         network: String::new(),
     }

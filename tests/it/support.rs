@@ -51,22 +51,37 @@ pub struct TestNode {
     /// The network namespace the node runs in and the address it serves
     /// on there; `None`: the host's loopback.
     netns: Option<(String, IpAddr)>,
+    /// The open-file limit (soft, hard) the node is started under, through
+    /// `prlimit`; `None`: the test process's own.
+    nofile: Option<(u64, u64)>,
     log: PathBuf,
 }
 
 impl TestNode {
     /// Starts a node with extra `SLUICE_*` environment variables and flags.
     pub fn start(env: &[(&str, &str)], args: &[&str]) -> TestNode {
-        Self::start_in(None, env, args)
+        Self::start_in(None, None, env, args)
+    }
+
+    /// Starts a node under an open-file limit of `soft` and `hard`
+    /// descriptors (through util-linux's `prlimit`, which execs the node in
+    /// place, so its PID is the node's), as under systemd's default.
+    pub fn start_with_nofile(soft: u64, hard: u64, env: &[(&str, &str)], args: &[&str]) -> TestNode {
+        Self::start_in(None, Some((soft, hard)), env, args)
     }
 
     /// Starts a node inside network namespace `netns`, serving JSON-RPC and
     /// metrics on `ip` there (which the host must reach).
     pub fn start_in_netns(netns: &str, ip: IpAddr, env: &[(&str, &str)], args: &[&str]) -> TestNode {
-        Self::start_in(Some((netns.to_string(), ip)), env, args)
+        Self::start_in(Some((netns.to_string(), ip)), None, env, args)
     }
 
-    fn start_in(netns: Option<(String, IpAddr)>, env: &[(&str, &str)], args: &[&str]) -> TestNode {
+    fn start_in(
+        netns: Option<(String, IpAddr)>,
+        nofile: Option<(u64, u64)>,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> TestNode {
         let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("sluice-it-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -74,9 +89,9 @@ impl TestNode {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let log = dir.join("node.log");
-        let (child, url, metrics_url) = Self::spawn(&dir, &env, &args, netns.as_ref())
+        let (child, url, metrics_url) = Self::spawn(&dir, &env, &args, netns.as_ref(), nofile)
             .unwrap_or_else(|log| panic!("node exited before listening; log:\n{log}"));
-        TestNode { child: Some(child), env, args, url, metrics_url, dir, netns, log }
+        TestNode { child: Some(child), env, args, url, metrics_url, dir, netns, nofile, log }
     }
 
     /// The chain data dir.
@@ -122,7 +137,8 @@ impl TestNode {
     /// (after `kill9` or `terminate`); `Err(log)` if it refuses to start.
     pub fn restart(&mut self) -> Result<(), String> {
         self.kill9();
-        let (child, url, metrics_url) = Self::spawn(&self.dir, &self.env, &self.args, self.netns.as_ref())?;
+        let (child, url, metrics_url) =
+            Self::spawn(&self.dir, &self.env, &self.args, self.netns.as_ref(), self.nofile)?;
         self.child = Some(child);
         self.url = url;
         self.metrics_url = metrics_url;
@@ -136,18 +152,30 @@ impl TestNode {
         env: &[(String, String)],
         args: &[String],
         netns: Option<&(String, IpAddr)>,
+        nofile: Option<(u64, u64)>,
     ) -> Result<(Child, String, String), String> {
         let metrics_port = free_port();
         let log = dir.join("node.log");
         let bin = env!("CARGO_BIN_EXE_sluice");
-        // `ip netns exec` execs the binary in place: the child's PID is the
-        // node's, so kill and wait work as on the host.
-        let (mut cmd, ip) = match netns {
-            None => (Command::new(bin), IpAddr::from([127, 0, 0, 1])),
+        // `ip netns exec` and `prlimit` exec the binary in place: the
+        // child's PID is the node's, so kill and wait work as on the host.
+        let mut wrappers: Vec<String> = Vec::new();
+        let ip = match netns {
+            None => IpAddr::from([127, 0, 0, 1]),
             Some((ns, ip)) => {
-                let mut cmd = Command::new("ip");
-                cmd.args(["netns", "exec", ns, bin]);
-                (cmd, *ip)
+                wrappers.extend(["ip".into(), "netns".into(), "exec".into(), ns.clone()]);
+                *ip
+            }
+        };
+        if let Some((soft, hard)) = nofile {
+            wrappers.extend(["prlimit".into(), format!("--nofile={soft}:{hard}"), "--".into()]);
+        }
+        let mut cmd = match wrappers.split_first() {
+            None => Command::new(bin),
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg(bin);
+                cmd
             }
         };
         cmd.arg("node")

@@ -37,6 +37,7 @@ mod mailbox_bounds_hold;
 mod overload_sheds_and_recovers;
 mod pool_refuses_overdrafts;
 mod recovery_queue_sheds;
+mod replacement_needs_a_price_bump;
 mod send_raw_sync_answers_the_receipt;
 mod shutdown_drains_pipeline;
 mod split_network_heals;

@@ -100,6 +100,11 @@ pub enum TxError {
     /// The same transaction hash is already in the pool.
     #[error("already known")]
     AlreadyKnown,
+    /// A same-sender, same-nonce transaction without geth's fee bump
+    /// (`mempool.price_bump_percent` on both fee cap and tip) over the one
+    /// it would replace (geth's `ErrReplaceUnderpriced`).
+    #[error("replacement transaction underpriced")]
+    ReplaceUnderpriced,
     /// The global transaction-count or byte limit of the pool is reached.
     #[error("txpool is full")]
     TxPoolFull,
@@ -209,7 +214,7 @@ impl TxError {
             TxError::GasLimit => "gas_limit",
             TxError::IntrinsicGas { .. } | TxError::FloorDataGas { .. } => "intrinsic_gas",
             TxError::TipAboveFeeCap => "tip_above_cap",
-            TxError::FeeCapTooLow { .. } => "underpriced",
+            TxError::FeeCapTooLow { .. } | TxError::ReplaceUnderpriced => "underpriced",
             TxError::InvalidSender => "invalid_sender",
             TxError::AlreadyKnown => "already_known",
             TxError::TxPoolFull => "txpool_full",
@@ -229,7 +234,8 @@ mod tests {
 
     #[test]
     fn messages_use_geth_wording() {
-        let cases: [(TxError, &str); 9] = [
+        let cases: [(TxError, &str); 10] = [
+            (TxError::ReplaceUnderpriced, "replacement transaction underpriced"),
             (TxError::NonceTooLow { next: 5, tx: 3 }, "nonce too low: next nonce 5, tx nonce 3"),
             (TxError::NonceTooHigh { next: 5, tx: 7 }, "nonce too high: next nonce 5, tx nonce 7"),
             (TxError::TxPoolFull, "txpool is full"),

@@ -21,7 +21,7 @@ use std::{
 use alloy_primitives::{map::AddressMap, Address, B256};
 use sluice_messages::RecoveredTx;
 
-use crate::error::TxError;
+use crate::{error::TxError, validate::check_replacement};
 
 /// The queue's bounds.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +32,9 @@ pub struct FutureLimits {
     pub total: usize,
     /// How long one may wait for its gap to fill.
     pub lifetime: Duration,
+    /// The fee bump, in percent, a same-nonce transaction needs over the
+    /// held one to replace it (geth's `PriceBump`, 10).
+    pub price_bump: u64,
 }
 
 /// One held transaction and when it arrived.
@@ -56,13 +59,16 @@ impl FutureQueue {
 
     /// Holds `tx` (its nonce is above its sender's next one). A
     /// transaction with the same sender and nonce replaces the held one
-    /// (the sender re-sent it); a full queue refuses with `txpool is full`,
-    /// a sender at its limit with the sender-limit error.
+    /// only with geth's fee bump (see [`check_replacement`]), else
+    /// `replacement transaction underpriced`; a full queue refuses with
+    /// `txpool is full`, a sender at its limit with the sender-limit error.
     pub fn hold(&mut self, tx: RecoveredTx, limits: &FutureLimits, now: Instant) -> Result<(), TxError> {
         let nonce = tx.nonce();
         let held = self.senders.get(&tx.sender).map_or(0, BTreeMap::len);
-        let replaces = self.senders.get(&tx.sender).is_some_and(|m| m.contains_key(&nonce));
-        if !replaces {
+        let old = self.senders.get(&tx.sender).and_then(|m| m.get(&nonce));
+        if let Some(old) = old {
+            check_replacement(&old.tx.tx, &tx.tx, limits.price_bump)?;
+        } else {
             if held >= limits.per_sender {
                 let limit = u32::try_from(limits.per_sender).unwrap_or(u32::MAX);
                 return Err(TxError::SenderLimit { in_flight: limit, limit });
@@ -159,21 +165,30 @@ impl FutureQueue {
 
 #[cfg(test)]
 mod tests {
-    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+    use alloy_consensus::{SignableTransaction, Transaction, TxEip1559, TxEnvelope};
     use alloy_primitives::{Bytes, TxKind, U256};
 
     use super::*;
 
     fn tx(sender: u8, nonce: u64) -> RecoveredTx {
+        priced(sender, nonce, 100, 10)
+    }
+
+    /// A transaction paying fee cap `fee` and tip `tip` (its hash tells
+    /// the fees apart too).
+    fn priced(sender: u8, nonce: u64, fee: u128, tip: u128) -> RecoveredTx {
         let t = TxEip1559 {
             chain_id: 1,
             nonce,
             gas_limit: 21_000,
+            max_fee_per_gas: fee,
+            max_priority_fee_per_gas: tip,
             to: TxKind::Call(Address::ZERO),
             ..Default::default()
         };
         let signed = t.into_signed(alloy_primitives::Signature::new(U256::from(1), U256::from(1), false));
-        let hash = B256::repeat_byte(nonce as u8 ^ sender);
+        let mut hash = B256::repeat_byte(nonce as u8 ^ sender);
+        hash[..16].copy_from_slice(&(fee ^ (tip << 64)).to_be_bytes());
         RecoveredTx {
             hash,
             raw: Bytes::new(),
@@ -182,7 +197,8 @@ mod tests {
         }
     }
 
-    const LIMITS: FutureLimits = FutureLimits { per_sender: 3, total: 5, lifetime: Duration::from_secs(10) };
+    const LIMITS: FutureLimits =
+        FutureLimits { per_sender: 3, total: 5, lifetime: Duration::from_secs(10), price_bump: 10 };
 
     #[test]
     fn held_in_nonce_order_and_promoted_when_the_gap_fills() {
@@ -205,8 +221,8 @@ mod tests {
             q.hold(tx(1, n), &LIMITS, now).unwrap();
         }
         assert!(matches!(q.hold(tx(1, 4), &LIMITS, now), Err(TxError::SenderLimit { .. })));
-        // The same nonce again replaces, within the limit.
-        q.hold(tx(1, 2), &LIMITS, now).unwrap();
+        // The same nonce again, 10% dearer, replaces, within the limit.
+        q.hold(priced(1, 2, 110, 11), &LIMITS, now).unwrap();
         assert_eq!(q.len(), 3);
         q.hold(tx(2, 1), &LIMITS, now).unwrap();
         q.hold(tx(2, 2), &LIMITS, now).unwrap();
@@ -227,5 +243,37 @@ mod tests {
         let stale = q.stale(&Address::repeat_byte(1), 8);
         assert_eq!(stale.iter().map(RecoveredTx::nonce).collect::<Vec<_>>(), vec![7]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_replacement_needs_geths_bump_on_both_fee_cap_and_tip() {
+        let (mut q, now) = (FutureQueue::new(), Instant::now());
+        let a = Address::repeat_byte(1);
+        q.hold(priced(1, 4, 100, 10), &LIMITS, now).unwrap();
+        // The same fees, or a bump on one field only, or 9%: underpriced.
+        for (fee, tip) in [(100, 10), (200, 10), (110, 10), (109, 11), (100, 20)] {
+            let e = q.hold(priced(1, 4, fee, tip), &LIMITS, now).unwrap_err();
+            assert_eq!(e.to_string(), "replacement transaction underpriced", "fee {fee} tip {tip}");
+            assert_eq!((e.rpc_code(), e.outcome()), (-32000, "underpriced"));
+        }
+        assert_eq!(q.iter().map(|t| t.tx.max_fee_per_gas()).collect::<Vec<_>>(), vec![100]);
+        // Exactly old * 110 / 100 on both: replaces.
+        q.hold(priced(1, 4, 110, 11), &LIMITS, now).unwrap();
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.promote(&a, 4).map(|t| t.tx.max_priority_fee_per_gas()), Some(Some(11)));
+    }
+
+    #[test]
+    fn the_bump_is_integer_math_and_a_zero_tip_must_still_rise() {
+        let (mut q, now) = (FutureQueue::new(), Instant::now());
+        q.hold(priced(1, 4, 15, 0), &LIMITS, now).unwrap();
+        // 15 * 110 / 100 = 16 (16.5 rounded down, as geth's big.Int).
+        assert!(q.hold(priced(1, 4, 16, 0), &LIMITS, now).is_err(), "a tip of 0 must rise too");
+        q.hold(priced(1, 4, 16, 1), &LIMITS, now).unwrap();
+        // A bump of 0 still asks for strictly higher fees (geth compares
+        // before applying the bump).
+        let zero = FutureLimits { price_bump: 0, ..LIMITS };
+        assert!(q.hold(priced(1, 4, 16, 1), &zero, now).is_err());
+        q.hold(priced(1, 4, 17, 2), &zero, now).unwrap();
     }
 }

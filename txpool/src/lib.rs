@@ -67,5 +67,6 @@ pub use pool::{MempoolShard, PoolCounters, Taken};
 pub use recover::{decode_envelope, recover_raw, recover_sender};
 pub use sign::{address_of, Signer};
 pub use validate::{
-    admit_stateless, check_funds, intrinsic_gas, max_cost, AdmissionRules, IntrinsicGas, Spec,
+    admit_stateless, check_funds, check_replacement, intrinsic_gas, max_cost, AdmissionRules, IntrinsicGas,
+    Spec,
 };

@@ -67,6 +67,10 @@ pub const DROP_RESTORE_REFUSED: &str = "restore_refused";
 /// transaction and before sending it to its shard (its client, if any, was
 /// answered with an error).
 pub const DROP_RESTARTED: &str = "restarted";
+/// `reason` of [`TXS_DROPPED`]: a same-nonce replacement whose original
+/// had already been taken for a block when the replacement reached its
+/// shard (the original spends the nonce).
+pub const DROP_REPLACED_TOO_LATE: &str = "replaced_too_late";
 /// Time to execute a block.
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.

@@ -45,3 +45,35 @@ fn a_held_transaction_is_replaced_only_with_the_bump() {
     assert_eq!(r["status"], "0x1", "{r}");
     assert_eq!(node.balance(to), U256::from(13), "nonce 0's 10 wei and the replacement's 3");
 }
+
+#[test]
+fn a_pending_transaction_is_sped_up_or_cancelled_with_the_bump() {
+    // Blocks every 2 s: the transactions below wait in their shard.
+    let node = TestNode::start(&[], &["--block-time-ms", "2000"]);
+    let sender = dev(3);
+    let to = random_signer().address();
+    let (fee, tip) = (2 * BASE_FEE, 1_000_000);
+    let old = node.send(&priced(&sender, 0, to, 5, fee, tip)).expect("admitted");
+    let again = node.send(&priced(&sender, 0, to, 5, fee, tip)).unwrap_err();
+    assert_eq!(again["message"], "already known", "{again}");
+    let e = node.send(&priced(&sender, 0, to, 6, fee * 109 / 100, tip * 2)).unwrap_err();
+    assert_eq!(e["message"], "replacement transaction underpriced", "{e}");
+    assert_eq!(e["code"], -32000, "{e}");
+    // "Speed up": same transfer, fees 10% up. Then "cancel" that one: 0 wei
+    // to itself, fees 10% up again.
+    let faster = node.send(&priced(&sender, 0, to, 5, fee * 11 / 10, tip * 11 / 10)).expect("replaces");
+    let cancel = priced(&sender, 0, sender.address(), 0, fee * 121 / 100, tip * 121 / 100);
+    let cancel = node.send(&cancel).expect("replaces again");
+    assert_eq!(node.ok("txpool_status", json!([]))["pending"], "0x1", "one transaction per nonce");
+    let r = node.receipt(&cancel);
+    assert_eq!(r["status"], "0x1", "{r}");
+    for hash in [old, faster] {
+        let gone = node.ok("eth_getTransactionByHash", json!([hash]));
+        assert!(gone.is_null(), "{hash} replaced, never mined: {gone}");
+        assert!(node.ok("eth_getTransactionReceipt", json!([hash])).is_null());
+    }
+    assert_eq!(node.balance(to), U256::ZERO, "the transfer was cancelled");
+    // A mined nonce stays too low, whatever the fees.
+    let e = node.send(&priced(&sender, 0, to, 1, fee * 3, tip * 3)).unwrap_err();
+    assert_eq!(e["message"], "nonce too low: next nonce 1, tx nonce 0", "{e}");
+}

@@ -192,12 +192,45 @@ impl NonceActor {
         match self.store.account(sender) {
             Ok(acct) => {
                 let acct = acct.unwrap_or_default();
-                CommittedAccount { height, nonce: acct.nonce, balance: acct.balance }
+                let delegated = self.delegated(&acct.code_hash).unwrap_or(committed.delegated);
+                CommittedAccount { height, nonce: acct.nonce, balance: acct.balance, delegated }
             }
             // The in-memory store cannot fail a read; a durable one that does
             // leaves the admission read in place, which is at worst stale.
             Err(_) => committed,
         }
+    }
+
+    /// Whether the code with this hash is an EIP-7702 delegation; `None`
+    /// when the code cannot be read. No read for a sender without code.
+    fn delegated(&self, code_hash: &alloy_primitives::B256) -> Option<bool> {
+        if *code_hash == sluice_store::EMPTY_CODE_HASH {
+            return Some(false);
+        }
+        self.store.code(code_hash).ok().map(|code| crate::admission::is_delegation(&code))
+    }
+
+    /// geth's rule for a delegated sender (its code can drain the balance
+    /// whenever another transaction calls it, so what admission counted
+    /// in flight proves nothing): its next nonce only when nothing of it is
+    /// in flight, or a replacement of what is. A lower nonce is left to the
+    /// replacement rule.
+    fn check_delegated(
+        &self,
+        tx: &sluice_messages::RecoveredTx,
+        committed_nonce: u64,
+    ) -> Result<(), TxError> {
+        let next = self.book.next_nonce(&tx.sender).map_or(committed_nonce, |n| n.max(committed_nonce));
+        if tx.nonce() < next {
+            return Ok(());
+        }
+        if self.book.in_flight(&tx.sender) > 0 {
+            return Err(TxError::InflightTxLimitReached);
+        }
+        if tx.nonce() > next {
+            return Err(TxError::OutOfOrderTxFromDelegated);
+        }
+        Ok(())
     }
 
     /// Checks and reserves; on `Reserved` the transaction is counted in the
@@ -215,6 +248,9 @@ impl NonceActor {
         // The transaction alone first, for geth's plainer message; then the
         // book adds what the sender's in-flight transactions may spend.
         check_funds(tx, committed.balance)?;
+        if committed.delegated {
+            self.check_delegated(tx, committed.nonce)?;
+        }
         let account = Committed { nonce: committed.nonce, balance: committed.balance };
         match self.book.reserve(tx.sender, tx.nonce(), max_cost(&tx.tx), account, self.max_txs_per_sender) {
             Err(TxError::NonceTooHigh { .. }) if hold_gaps && self.future_limits.per_sender > 0 => {
@@ -276,7 +312,9 @@ impl NonceActor {
             let Some(tx) = self.future.promote(sender, next) else { break };
             let height = self.store.head();
             let account = self.store.account(sender).ok().flatten().unwrap_or_default();
-            let committed = CommittedAccount { height, nonce: account.nonce, balance: account.balance };
+            let delegated = self.delegated(&account.code_hash).unwrap_or(true);
+            let committed =
+                CommittedAccount { height, nonce: account.nonce, balance: account.balance, delegated };
             match self.admit(&tx, committed, true) {
                 Ok(Admitted::Reserved) => self.stage(tx, None, out),
                 // Unreachable: a promoted nonce is the next one, never below.

@@ -28,6 +28,9 @@ pub struct CommittedAccount {
     pub nonce: u64,
     /// Committed balance.
     pub balance: U256,
+    /// The committed code is an EIP-7702 delegation designator: the sender
+    /// gets one transaction in flight at a time (geth's rule).
+    pub delegated: bool,
 }
 
 /// One transaction of a [`NonceMsg::Admit`].

@@ -19,6 +19,7 @@ mod connection_limits;
 mod contract_blocks_run_on_lanes;
 mod contract_deploy_and_call;
 mod crash_kill9_loses_nothing;
+mod delegated_senders_get_one_in_flight;
 mod durable_restart_resumes;
 mod fault_config_and_debug_namespace;
 mod fault_each_actor_each_kind;

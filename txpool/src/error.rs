@@ -105,6 +105,17 @@ pub enum TxError {
     /// it would replace (geth's `ErrReplaceUnderpriced`).
     #[error("replacement transaction underpriced")]
     ReplaceUnderpriced,
+    /// The sender's code is an EIP-7702 delegation and it already has a
+    /// transaction in flight (geth 1.15+'s `ErrInflightTxLimitReached`):
+    /// the delegated code can spend the balance during any block, so the
+    /// in-flight costs counted against it prove nothing, and a delegated
+    /// sender could fill blocks with transactions execution then skips.
+    #[error("in-flight transaction limit reached for delegated accounts")]
+    InflightTxLimitReached,
+    /// A delegated sender's transaction with a nonce gap (geth's
+    /// `ErrOutOfOrderTxFromDelegated`): it is not held, for the same reason.
+    #[error("gapped-nonce tx from delegated accounts")]
+    OutOfOrderTxFromDelegated,
     /// The global transaction-count or byte limit of the pool is reached.
     #[error("txpool is full")]
     TxPoolFull,
@@ -221,6 +232,7 @@ impl TxError {
             TxError::NonceTooLow { .. } => "nonce_too_low",
             TxError::NonceTooHigh { .. } => "nonce_gap",
             TxError::SenderLimit { .. } => "sender_limit",
+            TxError::InflightTxLimitReached | TxError::OutOfOrderTxFromDelegated => "delegated_limit",
             TxError::InsufficientFunds { .. } | TxError::Overdraft { .. } => "insufficient_funds",
             TxError::SenderNotEoa(_) => "sender_not_eoa",
             TxError::Unavailable(_) | TxError::StoreHalted(_) => "unavailable",
@@ -234,7 +246,9 @@ mod tests {
 
     #[test]
     fn messages_use_geth_wording() {
-        let cases: [(TxError, &str); 10] = [
+        let cases: [(TxError, &str); 12] = [
+            (TxError::InflightTxLimitReached, "in-flight transaction limit reached for delegated accounts"),
+            (TxError::OutOfOrderTxFromDelegated, "gapped-nonce tx from delegated accounts"),
             (TxError::ReplaceUnderpriced, "replacement transaction underpriced"),
             (TxError::NonceTooLow { next: 5, tx: 3 }, "nonce too low: next nonce 5, tx nonce 3"),
             (TxError::NonceTooHigh { next: 5, tx: 7 }, "nonce too high: next nonce 5, tx nonce 7"),

@@ -58,6 +58,9 @@ pub const DROP_FUTURE_EXPIRED: &str = "future_expired";
 /// `reason` of [`TXS_DROPPED`]: held for a nonce gap that another
 /// transaction filled, or refused when its gap filled (funds, limits).
 pub const DROP_FUTURE_REFUSED: &str = "future_refused";
+/// `reason` of [`TXS_DROPPED`]: held for a nonce gap and evicted from the
+/// full queue by another sender's (its sender held the most).
+pub const DROP_FUTURE_EVICTED: &str = "future_evicted";
 /// Transactions held for a nonce gap.
 pub const MEMPOOL_FUTURE_TXS: &str = "sluice_mempool_future_txs";
 /// `reason` of [`TXS_DROPPED`]: a failed proposal's transactions found the

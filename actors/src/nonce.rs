@@ -254,7 +254,12 @@ impl NonceActor {
         let account = Committed { nonce: committed.nonce, balance: committed.balance };
         match self.book.reserve(tx.sender, tx.nonce(), max_cost(&tx.tx), account, self.max_txs_per_sender) {
             Err(TxError::NonceTooHigh { .. }) if hold_gaps && self.future_limits.per_sender > 0 => {
-                self.future.hold(tx.clone(), &self.future_limits, Instant::now())?;
+                let evicted = self.future.hold(tx.clone(), &self.future_limits, Instant::now())?;
+                report_future(
+                    evicted.as_slice(),
+                    m::DROP_FUTURE_EVICTED,
+                    "evicted from the full held queue: its sender held the most",
+                );
                 metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
                 return Ok(Admitted::Held);
             }

@@ -11,6 +11,14 @@
 //! (`mempool.future_tx_lifetime_ms`, geth 3 h), after which a held
 //! transaction is dropped and reported.
 //!
+//! When the queue is full it keeps a fair share per sender, as geth evicts
+//! rather than refuses: a newcomer pushes out the lowest-tip held
+//! transaction (the highest nonce among equal tips, so the fewest others
+//! lose their way forward) of the sender holding the most, if that sender
+//! holds more than the newcomer's sender would after the insertion;
+//! otherwise the newcomer gets `txpool is full`. Without it a few cheap
+//! accounts with nonce gaps fill the queue for everyone.
+//!
 //! Plain data, no clock of its own: the caller passes `now`.
 
 use std::{
@@ -18,6 +26,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use alloy_consensus::Transaction;
 use alloy_primitives::{map::AddressMap, Address, B256};
 use sluice_messages::RecoveredTx;
 
@@ -57,12 +66,19 @@ impl FutureQueue {
         Self::default()
     }
 
-    /// Holds `tx` (its nonce is above its sender's next one). A
+    /// Holds `tx` (its nonce is above its sender's next one), answering
+    /// the transaction it evicted, if any, for the caller to report. A
     /// transaction with the same sender and nonce replaces the held one
     /// only with geth's fee bump (see [`check_replacement`]), else
-    /// `replacement transaction underpriced`; a full queue refuses with
-    /// `txpool is full`, a sender at its limit with the sender-limit error.
-    pub fn hold(&mut self, tx: RecoveredTx, limits: &FutureLimits, now: Instant) -> Result<(), TxError> {
+    /// `replacement transaction underpriced`; a sender at its limit gets the
+    /// sender-limit error; a full queue evicts from the sender holding the
+    /// most (see the module docs) or refuses with `txpool is full`.
+    pub fn hold(
+        &mut self,
+        tx: RecoveredTx,
+        limits: &FutureLimits,
+        now: Instant,
+    ) -> Result<Option<RecoveredTx>, TxError> {
         let nonce = tx.nonce();
         let held = self.senders.get(&tx.sender).map_or(0, BTreeMap::len);
         let old = self.senders.get(&tx.sender).and_then(|m| m.get(&nonce));
@@ -74,12 +90,35 @@ impl FutureQueue {
                 return Err(TxError::SenderLimit { in_flight: limit, limit });
             }
             if self.len >= limits.total {
-                return Err(TxError::TxPoolFull);
+                let evicted = self.evict_for(held.saturating_add(1)).ok_or(TxError::TxPoolFull)?;
+                self.senders.entry(tx.sender).or_default().insert(nonce, Held { tx, since: now });
+                return Ok(Some(evicted));
             }
             self.len += 1;
         }
         self.senders.entry(tx.sender).or_default().insert(nonce, Held { tx, since: now });
-        Ok(())
+        Ok(None)
+    }
+
+    /// Takes out the lowest-tip held transaction (the highest nonce among
+    /// equal tips) of the sender holding the most, if it holds more than
+    /// `share`; `None` leaves the queue as it was.
+    fn evict_for(&mut self, share: usize) -> Option<RecoveredTx> {
+        let (victim, held) = self.senders.iter().max_by_key(|(_, held)| held.len())?;
+        if held.len() <= share {
+            return None;
+        }
+        let victim = *victim;
+        let nonce = held
+            .iter()
+            .min_by_key(|(nonce, h)| (h.tx.tx.priority_fee_or_price(), std::cmp::Reverse(**nonce)))
+            .map(|(nonce, _)| *nonce)?;
+        let held = self.senders.get_mut(&victim)?;
+        let gone = held.remove(&nonce)?.tx;
+        if held.is_empty() {
+            self.senders.remove(&victim);
+        }
+        Some(gone)
     }
 
     /// Takes the held transaction of `sender` with nonce `next`, if any:
@@ -165,7 +204,7 @@ impl FutureQueue {
 
 #[cfg(test)]
 mod tests {
-    use alloy_consensus::{SignableTransaction, Transaction, TxEip1559, TxEnvelope};
+    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
     use alloy_primitives::{Bytes, TxKind, U256};
 
     use super::*;
@@ -226,7 +265,9 @@ mod tests {
         assert_eq!(q.len(), 3);
         q.hold(tx(2, 1), &LIMITS, now).unwrap();
         q.hold(tx(2, 2), &LIMITS, now).unwrap();
-        assert!(matches!(q.hold(tx(3, 1), &LIMITS, now), Err(TxError::TxPoolFull)));
+        // Full: sender 1 holds more than sender 3 would, and gives one up.
+        let gone = q.hold(tx(3, 1), &LIMITS, now).unwrap();
+        assert_eq!(gone.map(|t| t.sender), Some(Address::repeat_byte(1)));
         assert_eq!(q.len(), 5);
     }
 
@@ -275,5 +316,52 @@ mod tests {
         let zero = FutureLimits { price_bump: 0, ..LIMITS };
         assert!(q.hold(priced(1, 4, 16, 1), &zero, now).is_err());
         q.hold(priced(1, 4, 17, 2), &zero, now).unwrap();
+    }
+
+    #[test]
+    fn a_full_queue_evicts_the_cheapest_of_the_sender_holding_the_most() {
+        let (mut q, now) = (FutureQueue::new(), Instant::now());
+        let limits = FutureLimits { per_sender: 4, total: 5, ..LIMITS };
+        // Sender 1 holds 4 (tips 10, 5, 5, 9), sender 2 holds 1.
+        for (n, tip) in [(1, 10), (2, 5), (3, 5), (4, 9)] {
+            assert!(q.hold(priced(1, n, 100, tip), &limits, now).unwrap().is_none());
+        }
+        q.hold(tx(2, 1), &limits, now).unwrap();
+        // Sender 3 would hold 1: sender 1's tip-5 nonce 3 (the higher of
+        // the two) goes, reported by the caller.
+        let gone = q.hold(tx(3, 1), &limits, now).unwrap().unwrap();
+        assert_eq!((gone.sender, gone.nonce()), (Address::repeat_byte(1), 3));
+        assert_eq!(q.len(), 5);
+        // Then nonce 2 (tip 5), then one of the tip-9/10 ones: sender 1
+        // keeps shrinking while it holds more than the newcomer would.
+        let gone = q.hold(tx(3, 2), &limits, now).unwrap().unwrap();
+        assert_eq!(gone.nonce(), 2);
+        // Now 1 holds 2, 2 holds 1, 3 holds 2: sender 3's third would make
+        // it 3 > 2, so it is refused and nothing moves.
+        assert_eq!(q.hold(tx(3, 3), &limits, now).unwrap_err(), TxError::TxPoolFull);
+        // Sender 2's second would make 2, and 1 holds 2: not more, refused.
+        assert_eq!(q.hold(tx(2, 2), &limits, now).unwrap_err(), TxError::TxPoolFull);
+        assert_eq!(q.len(), 5);
+        let kept: Vec<(u8, u64)> = q.iter().map(|t| (t.sender.0[0], t.nonce())).collect();
+        assert_eq!(kept.len(), 5);
+        assert!(kept.contains(&(1, 1)) && kept.contains(&(1, 4)), "{kept:?}");
+    }
+
+    #[test]
+    fn sixteen_cheap_senders_no_longer_lock_out_an_honest_one() {
+        let (mut q, now) = (FutureQueue::new(), Instant::now());
+        let limits = FutureLimits { per_sender: 64, total: 1024, ..LIMITS };
+        for sender in 1..=16u8 {
+            for n in 1..=64 {
+                q.hold(priced(sender, n, 100, 1), &limits, now).unwrap();
+            }
+        }
+        assert_eq!(q.len(), 1024);
+        // A deploy script's ten out-of-order nonces all find room.
+        for n in 1..=10 {
+            let gone = q.hold(priced(100, n, 100, 1), &limits, now).unwrap();
+            assert!(gone.is_some_and(|t| t.sender != Address::repeat_byte(100)));
+        }
+        assert_eq!(q.len(), 1024);
     }
 }

@@ -6,7 +6,10 @@
 //! overdraft rule), and the mempool has room; it then goes to its sender's
 //! shard. One whose nonce is higher is held ([`FutureQueue`], bounded like
 //! geth's queue) and admitted the same way once the gap fills: after the
-//! reservation before it, or a block that moved the sender's nonce. Everything expensive (decoding, sender recovery, reading the
+//! reservation before it, or a block that moved the sender's nonce. One
+//! whose nonce is still in flight replaces that transaction in its shard
+//! if it pays geth's price bump (`mempool.price_bump_percent`), and a
+//! delegated (EIP-7702) sender gets one transaction in flight, as geth. Everything expensive (decoding, sender recovery, reading the
 //! committed account) happens before a message reaches this actor, so the
 //! serialized part is a few hash-map operations.
 //!

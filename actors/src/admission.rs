@@ -186,19 +186,27 @@ async fn admit_all(
 fn checked(state: &Admission, tx: RecoveredTx) -> Result<(RecoveredTx, CommittedAccount), TxError> {
     let height = state.store.head();
     let account = state.store.account(&tx.sender).map_err(|_| TxError::Unavailable("state read failed"))?;
+    let mut delegated = false;
     if let Some(acct) = account {
         // EIP-3607: accounts with code cannot send, unless the code is an
-        // EIP-7702 delegation.
+        // EIP-7702 delegation. Ordinary senders have no code: no read.
         if acct.code_hash != sluice_store::EMPTY_CODE_HASH {
             let code =
                 state.store.code(&acct.code_hash).map_err(|_| TxError::Unavailable("state read failed"))?;
             if !code.starts_with(&[0xef, 0x01, 0x00]) {
                 return Err(TxError::SenderNotEoa(tx.sender));
             }
+            delegated = is_delegation(&code);
         }
     }
     let account = account.unwrap_or_default();
-    Ok((tx, CommittedAccount { height, nonce: account.nonce, balance: account.balance }))
+    Ok((tx, CommittedAccount { height, nonce: account.nonce, balance: account.balance, delegated }))
+}
+
+/// Whether `code` is an EIP-7702 delegation designator: `0xef0100` and a
+/// 20-byte address.
+pub(crate) fn is_delegation(code: &[u8]) -> bool {
+    code.len() == 23 && code.starts_with(&[0xef, 0x01, 0x00])
 }
 
 /// Counts outcomes in `counter{result}`, one increment per outcome seen

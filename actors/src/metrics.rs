@@ -58,6 +58,9 @@ pub const DROP_FUTURE_EXPIRED: &str = "future_expired";
 /// `reason` of [`TXS_DROPPED`]: held for a nonce gap that another
 /// transaction filled, or refused when its gap filled (funds, limits).
 pub const DROP_FUTURE_REFUSED: &str = "future_refused";
+/// `reason` of [`TXS_DROPPED`]: held for a nonce gap and evicted from the
+/// full queue by another sender's (its sender held the most).
+pub const DROP_FUTURE_EVICTED: &str = "future_evicted";
 /// Transactions held for a nonce gap.
 pub const MEMPOOL_FUTURE_TXS: &str = "sluice_mempool_future_txs";
 /// `reason` of [`TXS_DROPPED`]: a failed proposal's transactions found the
@@ -67,6 +70,10 @@ pub const DROP_RESTORE_REFUSED: &str = "restore_refused";
 /// transaction and before sending it to its shard (its client, if any, was
 /// answered with an error).
 pub const DROP_RESTARTED: &str = "restarted";
+/// `reason` of [`TXS_DROPPED`]: a same-nonce replacement whose original
+/// had already been taken for a block when the replacement reached its
+/// shard (the original spends the nonce).
+pub const DROP_REPLACED_TOO_LATE: &str = "replaced_too_late";
 /// Time to execute a block.
 pub const EXECUTE_SECONDS: &str = "sluice_execute_block_seconds";
 /// Time to prepare a block.

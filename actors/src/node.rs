@@ -358,6 +358,7 @@ impl Node {
                     per_sender: cfg.mempool.max_future_txs_per_sender as usize,
                     total: cfg.mempool.max_future_txs as usize,
                     lifetime: Duration::from_millis(cfg.mempool.future_tx_lifetime_ms),
+                    price_bump: cfg.mempool.price_bump_percent,
                 },
                 max_block_txs: cfg.producer.max_block_txs as u64,
                 peers: peers_tx,

@@ -6,7 +6,10 @@
 //! overdraft rule), and the mempool has room; it then goes to its sender's
 //! shard. One whose nonce is higher is held ([`FutureQueue`], bounded like
 //! geth's queue) and admitted the same way once the gap fills: after the
-//! reservation before it, or a block that moved the sender's nonce. Everything expensive (decoding, sender recovery, reading the
+//! reservation before it, or a block that moved the sender's nonce. One
+//! whose nonce is still in flight replaces that transaction in its shard
+//! if it pays geth's price bump (`mempool.price_bump_percent`), and a
+//! delegated (EIP-7702) sender gets one transaction in flight, as geth. Everything expensive (decoding, sender recovery, reading the
 //! committed account) happens before a message reaches this actor, so the
 //! serialized part is a few hash-map operations.
 //!
@@ -30,8 +33,8 @@ use std::{
 
 use actix::prelude::*;
 use sluice_txpool::{
-    check_funds, max_cost, Committed, FutureLimits, FutureQueue, NonceBook, PoolCounters, Pooled,
-    PreparedTxCache, TxError,
+    check_funds, check_replacement, max_cost, Committed, FutureLimits, FutureQueue, NonceBook, PoolCounters,
+    Pooled, PreparedTxCache, TxError,
 };
 
 use sluice_store::{ChainEvents, StateReader, Store};
@@ -192,12 +195,45 @@ impl NonceActor {
         match self.store.account(sender) {
             Ok(acct) => {
                 let acct = acct.unwrap_or_default();
-                CommittedAccount { height, nonce: acct.nonce, balance: acct.balance }
+                let delegated = self.delegated(&acct.code_hash).unwrap_or(committed.delegated);
+                CommittedAccount { height, nonce: acct.nonce, balance: acct.balance, delegated }
             }
             // The in-memory store cannot fail a read; a durable one that does
             // leaves the admission read in place, which is at worst stale.
             Err(_) => committed,
         }
+    }
+
+    /// Whether the code with this hash is an EIP-7702 delegation; `None`
+    /// when the code cannot be read. No read for a sender without code.
+    fn delegated(&self, code_hash: &alloy_primitives::B256) -> Option<bool> {
+        if *code_hash == sluice_store::EMPTY_CODE_HASH {
+            return Some(false);
+        }
+        self.store.code(code_hash).ok().map(|code| crate::admission::is_delegation(&code))
+    }
+
+    /// geth's rule for a delegated sender (its code can drain the balance
+    /// whenever another transaction calls it, so what admission counted
+    /// in flight proves nothing): its next nonce only when nothing of it is
+    /// in flight, or a replacement of what is. A lower nonce is left to the
+    /// replacement rule.
+    fn check_delegated(
+        &self,
+        tx: &sluice_messages::RecoveredTx,
+        committed_nonce: u64,
+    ) -> Result<(), TxError> {
+        let next = self.book.next_nonce(&tx.sender).map_or(committed_nonce, |n| n.max(committed_nonce));
+        if tx.nonce() < next {
+            return Ok(());
+        }
+        if self.book.in_flight(&tx.sender) > 0 {
+            return Err(TxError::InflightTxLimitReached);
+        }
+        if tx.nonce() > next {
+            return Err(TxError::OutOfOrderTxFromDelegated);
+        }
+        Ok(())
     }
 
     /// Checks and reserves; on `Reserved` the transaction is counted in the
@@ -215,13 +251,22 @@ impl NonceActor {
         // The transaction alone first, for geth's plainer message; then the
         // book adds what the sender's in-flight transactions may spend.
         check_funds(tx, committed.balance)?;
+        if committed.delegated {
+            self.check_delegated(tx, committed.nonce)?;
+        }
         let account = Committed { nonce: committed.nonce, balance: committed.balance };
         match self.book.reserve(tx.sender, tx.nonce(), max_cost(&tx.tx), account, self.max_txs_per_sender) {
             Err(TxError::NonceTooHigh { .. }) if hold_gaps && self.future_limits.per_sender > 0 => {
-                self.future.hold(tx.clone(), &self.future_limits, Instant::now())?;
+                let evicted = self.future.hold(tx.clone(), &self.future_limits, Instant::now())?;
+                report_future(
+                    evicted.as_slice(),
+                    m::DROP_FUTURE_EVICTED,
+                    "evicted from the full held queue: its sender held the most",
+                );
                 metrics::gauge!(m::MEMPOOL_FUTURE_TXS).set(self.future.len() as f64);
                 return Ok(Admitted::Held);
             }
+            Err(too_low @ TxError::NonceTooLow { .. }) => return self.replace(tx, account, too_low),
             reserved => reserved?,
         }
         if let Err(e) = self.counters.try_acquire(tx.raw.len()) {
@@ -232,6 +277,30 @@ impl NonceActor {
         self.cache.insert(tx);
         self.events.admitted(tx);
         Ok(Admitted::Reserved)
+    }
+
+    /// A transaction whose nonce is below the sender's next one: a wallet's
+    /// "speed up" or "cancel" of an in-flight transaction, as geth takes
+    /// it. With geth's price bump over the in-flight one (still counted by
+    /// the book, so not yet executed) it replaces it in its shard, else
+    /// `replacement transaction underpriced`; with no in-flight
+    /// transaction at that nonce, `too_low` stands.
+    fn replace(
+        &mut self,
+        tx: &sluice_messages::RecoveredTx,
+        account: Committed,
+        too_low: TxError,
+    ) -> Result<Admitted, TxError> {
+        if tx.nonce() < account.nonce {
+            return Err(too_low);
+        }
+        let Some(old) = self.pending.by_nonce(&tx.sender, tx.nonce()) else { return Err(too_low) };
+        check_replacement(&old.tx, &tx.tx, self.future_limits.price_bump)?;
+        self.book.replace(tx.sender, tx.nonce(), max_cost(&tx.tx), account)?;
+        self.pending.insert(tx.clone());
+        self.cache.insert(tx);
+        self.events.admitted(tx);
+        Ok(Admitted::Replaced { old: old.hash })
     }
 
     /// Admits what was held for `sender` now that its gap may have filled
@@ -251,10 +320,13 @@ impl NonceActor {
             let Some(tx) = self.future.promote(sender, next) else { break };
             let height = self.store.head();
             let account = self.store.account(sender).ok().flatten().unwrap_or_default();
-            let committed = CommittedAccount { height, nonce: account.nonce, balance: account.balance };
+            let delegated = self.delegated(&account.code_hash).unwrap_or(true);
+            let committed =
+                CommittedAccount { height, nonce: account.nonce, balance: account.balance, delegated };
             match self.admit(&tx, committed, true) {
                 Ok(Admitted::Reserved) => self.stage(tx, None, out),
-                Ok(Admitted::Held) => break,
+                // Unreachable: a promoted nonce is the next one, never below.
+                Ok(Admitted::Held | Admitted::Replaced { .. }) => break,
                 Err(e) => {
                     report_future(std::slice::from_ref(&tx), m::DROP_FUTURE_REFUSED, &e.to_string());
                     break;
@@ -307,11 +379,19 @@ struct Outbox {
     slots: Vec<Vec<usize>>,
     /// Staged transactions promoted from the held queue (no client waits).
     promoted: Vec<alloy_primitives::B256>,
+    /// Same-nonce replacements per shard: the replaced hash and the new
+    /// transaction, sent after the shard's inserts.
+    replace: Vec<Vec<(alloy_primitives::B256, sluice_messages::RecoveredTx)>>,
 }
 
 impl Outbox {
     fn new(shards: usize) -> Self {
-        Outbox { txs: vec![Vec::new(); shards], slots: vec![Vec::new(); shards], promoted: Vec::new() }
+        Outbox {
+            txs: vec![Vec::new(); shards],
+            slots: vec![Vec::new(); shards],
+            promoted: Vec::new(),
+            replace: vec![Vec::new(); shards],
+        }
     }
 }
 
@@ -321,6 +401,11 @@ enum Admitted {
     Reserved,
     /// Held for a nonce gap.
     Held,
+    /// Replaces the in-flight transaction `old` in its shard.
+    Replaced {
+        /// The replaced transaction's hash.
+        old: alloy_primitives::B256,
+    },
 }
 
 /// Logs and counts held transactions dropped (never silently).
@@ -371,6 +456,11 @@ impl NonceActor {
             match admitted {
                 Err(e) => answers.push(Err(e)),
                 Ok(Admitted::Held) => answers.push(Ok(())),
+                Ok(Admitted::Replaced { old }) => {
+                    answers.push(Ok(()));
+                    let shard = Self::shard_of(&tx.sender, self.shards.len());
+                    out.replace[shard].push((old, tx));
+                }
                 Ok(Admitted::Reserved) => {
                     answers.push(Ok(()));
                     reserve_seconds.record(received.elapsed().as_secs_f64());
@@ -399,6 +489,11 @@ impl NonceActor {
     /// promoted from the held queue had no one waiting, so it is reported
     /// as dropped.
     fn unstage(&mut self, out: Outbox) {
+        // A replacement holds no capacity: only the index forgets it (its
+        // client was answered with an error).
+        for (_, tx) in out.replace.into_iter().flatten() {
+            self.pending.remove(&tx.hash);
+        }
         let mut promoted = Vec::new();
         for tx in out.txs.into_iter().flatten().map(|p| p.tx) {
             self.pending.remove(&tx.hash);
@@ -452,20 +547,49 @@ impl NonceActor {
         ctx: &mut Context<Self>,
     ) {
         let staged = out.txs.iter().any(|txs| !txs.is_empty());
+        let pending = Arc::clone(&self.pending);
+        // A closed shard (shutting down) never takes a replacement: only the
+        // in-flight index held it.
+        let lost = move |msg: ShardMsg| {
+            if let ShardMsg::Replace { txs } = msg {
+                txs.iter().for_each(|(_, tx)| pending.remove(&tx.hash));
+            }
+        };
         if staged && self.counters.len() >= self.max_block_txs {
             // A lost wake-up only delays the block to the next tick.
             let _ = self.producer.offer(ProducerMsg::Wake);
         }
         let stopped = || Err(TxError::Unavailable("mempool shard stopped"));
         let mut full = Vec::new();
-        for ((shard, txs), slots) in self.shards.iter().zip(out.txs).zip(out.slots) {
-            if txs.is_empty() {
-                continue;
+        for (((shard, txs), slots), replace) in
+            self.shards.iter().zip(out.txs).zip(out.slots).zip(out.replace)
+        {
+            let mut msgs = Vec::with_capacity(2);
+            if !txs.is_empty() {
+                msgs.push((ShardMsg::Insert { txs }, slots));
             }
-            match shard.offer(ShardMsg::Insert { txs }) {
-                Ok(()) => {}
-                Err(SendError::Full(msg)) => full.push((shard.clone(), msg, slots)),
-                Err(SendError::Closed(_)) => slots.iter().for_each(|&s| answers[s] = stopped()),
+            if !replace.is_empty() {
+                msgs.push((ShardMsg::Replace { txs: replace }, Vec::new()));
+            }
+            // Once one waits for room, the shard's later message waits
+            // behind it: a replacement must not overtake its original.
+            let mut waiting = false;
+            for (msg, slots) in msgs {
+                if waiting {
+                    full.push((shard.clone(), msg, slots));
+                    continue;
+                }
+                match shard.offer(msg) {
+                    Ok(()) => {}
+                    Err(SendError::Full(msg)) => {
+                        waiting = true;
+                        full.push((shard.clone(), msg, slots));
+                    }
+                    Err(SendError::Closed(msg)) => {
+                        slots.iter().for_each(|&s| answers[s] = stopped());
+                        lost(msg);
+                    }
+                }
             }
         }
         let answer = move |answers| {
@@ -480,8 +604,9 @@ impl NonceActor {
         ctx.wait(
             async move {
                 for (shard, msg, slots) in full {
-                    if shard.send(msg).await.is_err() {
+                    if let Err(e) = shard.send(msg).await {
                         slots.iter().for_each(|&s| answers[s] = stopped());
+                        lost(e.into_inner());
                     }
                 }
                 answer(answers);

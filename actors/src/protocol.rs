@@ -28,6 +28,9 @@ pub struct CommittedAccount {
     pub nonce: u64,
     /// Committed balance.
     pub balance: U256,
+    /// The committed code is an EIP-7702 delegation designator: the sender
+    /// gets one transaction in flight at a time (geth's rule).
+    pub delegated: bool,
 }
 
 /// One transaction of a [`NonceMsg::Admit`].
@@ -143,6 +146,17 @@ pub enum ShardMsg {
     Restore {
         /// The transactions, in their order, all of this shard's senders.
         txs: Vec<Pooled>,
+    },
+    /// Same-nonce replacements that paid geth's price bump, in order: each
+    /// new transaction takes the place (and admission number) of the
+    /// queued one whose hash it names, which leaves the in-flight index.
+    /// If that one was already taken for a block, the new one is dropped
+    /// and reported instead (the old one spends the nonce). Sent after the
+    /// same batch's `Insert`, so an original admitted just before is
+    /// already queued.
+    Replace {
+        /// The replaced transaction's hash and its replacement.
+        txs: Vec<(B256, RecoveredTx)>,
     },
     /// Drop these transactions wherever they are queued: a block committed
     /// here included them (another validator proposed it, or the same

@@ -110,6 +110,7 @@ impl ShardActor {
                 self.take((max_txs, gas_budget, max_bytes), &exclude, reply);
             }
             Some(ShardMsg::Restore { txs }) => self.restore(txs),
+            Some(ShardMsg::Replace { txs }) => self.replace(txs),
             Some(ShardMsg::Forget { hashes }) => self.forget(&hashes),
             None => {}
         }
@@ -141,6 +142,7 @@ impl ShardActor {
             // Answered: nothing taken.
             Some(ShardMsg::Take { reply, .. }) => drop(reply.send(Vec::new())),
             Some(ShardMsg::Restore { txs }) => self.lose_restored(txs, m::DROP_HALTED),
+            Some(ShardMsg::Replace { txs }) => self.lose_replacements(txs, m::DROP_HALTED),
             // Left queued: a later block finds them stale, as before.
             Some(ShardMsg::Forget { .. }) | None => {}
         }
@@ -183,6 +185,52 @@ impl ShardActor {
             // transactions back in front, in order.
             tracing::warn!(shard = self.index, n = txs.len(), "block producer dropped a take; restoring");
             self.restore(txs);
+        }
+    }
+
+    /// Swaps each replacement in for the queued transaction it names,
+    /// in place; the replaced one leaves the in-flight index (it can never
+    /// be included now) and the pool's byte count follows the new size. A
+    /// replacement whose original was taken for a block already is dropped
+    /// and reported: the original spends the nonce.
+    fn replace(&mut self, txs: Vec<(B256, RecoveredTx)>) {
+        for (old, new) in txs {
+            let new_len = new.raw.len();
+            match self.pool.replace(&old, new) {
+                Ok(replaced) => {
+                    // May pass the byte limit by the size difference for a
+                    // moment: the replacement was admitted already.
+                    self.counters.release(0, replaced.raw.len());
+                    self.counters.force_acquire(0, new_len);
+                    if let Some((pending, _)) = &self.lost {
+                        pending.remove(&replaced.hash);
+                    }
+                    metrics::counter!(m::MEMPOOL_PRUNED, "reason" => "replaced").increment(1);
+                }
+                Err(new) => self.lose_replacement(*new, m::DROP_REPLACED_TOO_LATE),
+            }
+        }
+    }
+
+    /// Gives up on replacements that never reached the queue.
+    fn lose_replacements(&mut self, txs: Vec<(B256, RecoveredTx)>, reason: &'static str) {
+        for (_, new) in txs {
+            self.lose_replacement(new, reason);
+        }
+    }
+
+    /// Gives up on a replacement, saying why. It holds no capacity and no
+    /// nonce of its own (the original it meant to replace keeps both), so
+    /// only the in-flight index forgets it.
+    fn lose_replacement(&mut self, tx: RecoveredTx, reason: &'static str) {
+        let first = self.lost.as_ref().is_none_or(|(pending, _)| {
+            let known = pending.contains(&tx.hash);
+            pending.remove(&tx.hash);
+            known
+        });
+        if first {
+            tracing::warn!(shard = self.index, tx = %tx.hash, sender = %tx.sender, nonce = tx.nonce(), reason, "replacement transaction dropped");
+            metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(1);
         }
     }
 
@@ -244,6 +292,7 @@ impl StreamHandler<ShardMsg> for ShardActor {
                 // transactions stay for the next block.
                 ShardMsg::Take { reply, .. } => drop(reply.send(Vec::new())),
                 ShardMsg::Restore { txs } => self.lose_restored(txs, m::DROP_FAULT),
+                ShardMsg::Replace { txs } => self.lose_replacements(txs, m::DROP_FAULT),
                 // Left queued: a later block finds them stale, as before.
                 ShardMsg::Forget { .. } => {}
             },

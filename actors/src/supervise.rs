@@ -59,7 +59,13 @@ pub fn install(policy: Policy, halt: impl Fn(String) + Send + Sync + 'static) {
     for site in Site::ALL {
         metrics::counter!(m::ACTOR_RESTARTS, "actor" => site.name()).increment(0);
     }
-    for reason in [m::DROP_FAULT, m::DROP_HALTED, m::DROP_FUTURE_EXPIRED, m::DROP_FUTURE_REFUSED] {
+    for reason in [
+        m::DROP_FAULT,
+        m::DROP_HALTED,
+        m::DROP_FUTURE_EXPIRED,
+        m::DROP_FUTURE_REFUSED,
+        m::DROP_FUTURE_EVICTED,
+    ] {
         metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(0);
     }
 }

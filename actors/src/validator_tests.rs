@@ -33,8 +33,12 @@ fn transfer(signer: &Signer, nonce: u64, chain_id: u64) -> RecoveredTx {
 /// Admits `tx` through the nonce actor, as RPC admission does.
 async fn admit(node: &Node, tx: RecoveredTx) {
     let account = node.store.account(&tx.sender).unwrap().unwrap_or_default();
-    let committed =
-        CommittedAccount { height: node.store.head(), nonce: account.nonce, balance: account.balance };
+    let committed = CommittedAccount {
+        height: node.store.head(),
+        nonce: account.nonce,
+        balance: account.balance,
+        delegated: false,
+    };
     let (reply, answer) = oneshot::channel();
     node.admission
         .nonce

@@ -156,6 +156,7 @@ impl Default for Config {
                 max_future_txs_per_sender: 64,
                 max_future_txs: 1024,
                 future_tx_lifetime_ms: 3 * 3600 * 1000,
+                price_bump_percent: 10,
                 max_tx_size_bytes: 128 * 1024,
             },
             producer: ProducerConfig {
@@ -291,7 +292,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 53] = [
+        let positive: [(&str, u64); 54] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -335,6 +336,9 @@ impl Config {
             ("mempool.shards", self.mempool.shards as u64),
             ("mempool.max_txs", self.mempool.max_txs as u64),
             ("mempool.max_txs_per_sender", u64::from(self.mempool.max_txs_per_sender)),
+            // geth raises a bump below 1 to its default: a replacement
+            // must always cost more.
+            ("mempool.price_bump_percent", self.mempool.price_bump_percent),
             ("producer.block_time_ms", self.producer.block_time_ms),
             ("producer.max_block_txs", self.producer.max_block_txs as u64),
             ("pipeline.admission_mailbox_msgs", self.pipeline.admission_mailbox_msgs as u64),

@@ -232,6 +232,10 @@ pub struct MempoolConfig {
     /// How long a held transaction waits for its gap to fill before it is
     /// dropped and reported (geth: 3 h).
     pub future_tx_lifetime_ms: u64,
+    /// The fee bump, in percent, a same-sender same-nonce transaction needs
+    /// on both its fee cap and its tip to replace a pending or held one
+    /// (geth's `txpool.pricebump`, 10).
+    pub price_bump_percent: u64,
     /// Largest raw transaction.
     pub max_tx_size_bytes: usize,
 }

@@ -100,6 +100,22 @@ pub enum TxError {
     /// The same transaction hash is already in the pool.
     #[error("already known")]
     AlreadyKnown,
+    /// A same-sender, same-nonce transaction without geth's fee bump
+    /// (`mempool.price_bump_percent` on both fee cap and tip) over the one
+    /// it would replace (geth's `ErrReplaceUnderpriced`).
+    #[error("replacement transaction underpriced")]
+    ReplaceUnderpriced,
+    /// The sender's code is an EIP-7702 delegation and it already has a
+    /// transaction in flight (geth 1.15+'s `ErrInflightTxLimitReached`):
+    /// the delegated code can spend the balance during any block, so the
+    /// in-flight costs counted against it prove nothing, and a delegated
+    /// sender could fill blocks with transactions execution then skips.
+    #[error("in-flight transaction limit reached for delegated accounts")]
+    InflightTxLimitReached,
+    /// A delegated sender's transaction with a nonce gap (geth's
+    /// `ErrOutOfOrderTxFromDelegated`): it is not held, for the same reason.
+    #[error("gapped-nonce tx from delegated accounts")]
+    OutOfOrderTxFromDelegated,
     /// The global transaction-count or byte limit of the pool is reached.
     #[error("txpool is full")]
     TxPoolFull,
@@ -209,13 +225,14 @@ impl TxError {
             TxError::GasLimit => "gas_limit",
             TxError::IntrinsicGas { .. } | TxError::FloorDataGas { .. } => "intrinsic_gas",
             TxError::TipAboveFeeCap => "tip_above_cap",
-            TxError::FeeCapTooLow { .. } => "underpriced",
+            TxError::FeeCapTooLow { .. } | TxError::ReplaceUnderpriced => "underpriced",
             TxError::InvalidSender => "invalid_sender",
             TxError::AlreadyKnown => "already_known",
             TxError::TxPoolFull => "txpool_full",
             TxError::NonceTooLow { .. } => "nonce_too_low",
             TxError::NonceTooHigh { .. } => "nonce_gap",
             TxError::SenderLimit { .. } => "sender_limit",
+            TxError::InflightTxLimitReached | TxError::OutOfOrderTxFromDelegated => "delegated_limit",
             TxError::InsufficientFunds { .. } | TxError::Overdraft { .. } => "insufficient_funds",
             TxError::SenderNotEoa(_) => "sender_not_eoa",
             TxError::Unavailable(_) | TxError::StoreHalted(_) => "unavailable",
@@ -229,7 +246,10 @@ mod tests {
 
     #[test]
     fn messages_use_geth_wording() {
-        let cases: [(TxError, &str); 9] = [
+        let cases: [(TxError, &str); 12] = [
+            (TxError::InflightTxLimitReached, "in-flight transaction limit reached for delegated accounts"),
+            (TxError::OutOfOrderTxFromDelegated, "gapped-nonce tx from delegated accounts"),
+            (TxError::ReplaceUnderpriced, "replacement transaction underpriced"),
             (TxError::NonceTooLow { next: 5, tx: 3 }, "nonce too low: next nonce 5, tx nonce 3"),
             (TxError::NonceTooHigh { next: 5, tx: 7 }, "nonce too high: next nonce 5, tx nonce 7"),
             (TxError::TxPoolFull, "txpool is full"),

@@ -35,6 +35,9 @@
 //!  12. nonce == sender's next; balance covers the in-flight max costs
 //!      + this one (geth's overdraft rule); in-flight below limit
 //!                                                      (NonceBook::reserve)
+//!      a lower nonce still in flight: a replacement with geth's price
+//!      bump (check_replacement, NonceBook::replace); a delegated (7702)
+//!      sender: one in flight, no gap            (by the nonce actor)
 //!  13. room in the pool (PoolCounters::try_acquire), push to a shard,
 //!      insert into the PreparedTxCache
 //! ```
@@ -67,5 +70,6 @@ pub use pool::{MempoolShard, PoolCounters, Taken};
 pub use recover::{decode_envelope, recover_raw, recover_sender};
 pub use sign::{address_of, Signer};
 pub use validate::{
-    admit_stateless, check_funds, intrinsic_gas, max_cost, AdmissionRules, IntrinsicGas, Spec,
+    admit_stateless, check_funds, check_replacement, intrinsic_gas, max_cost, AdmissionRules, IntrinsicGas,
+    Spec,
 };

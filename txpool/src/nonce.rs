@@ -189,6 +189,48 @@ impl NonceBook {
         Ok(())
     }
 
+    /// Admits a same-nonce replacement of the sender's in-flight
+    /// transaction with `nonce` (its fees already checked against geth's
+    /// bump), whose maximum cost is `cost`.
+    ///
+    /// Only a transaction whose cost the book still counts can be
+    /// replaced: one not doomed by a skip and not below `committed.nonce`
+    /// (the chain took that nonce); anything else is `nonce too low`, as
+    /// before. The balance must cover the queued cost with the old cost
+    /// swapped for the new one, else geth's overdraft error.
+    ///
+    /// The book then counts the larger of the two costs until the nonce
+    /// executes: the replacement happens in the mempool shard, which may
+    /// find the old transaction already taken for a block (the old one then
+    /// spends the nonce), and counting the larger errs towards refusing
+    /// without a message back. A "speed up" costs more and is counted
+    /// exactly; a "cancel" frees the old value once its block executes.
+    pub fn replace(
+        &mut self,
+        sender: Address,
+        nonce: u64,
+        cost: U256,
+        committed: Committed,
+    ) -> Result<(), TxError> {
+        let next = self.senders.get(&sender).map_or(committed.nonce, |e| e.next.max(committed.nonce));
+        let too_low = TxError::NonceTooLow { next, tx: nonce };
+        if nonce < committed.nonce {
+            return Err(too_low);
+        }
+        let queued = self.queued_cost(&sender, committed.nonce);
+        let Some(entry) = self.senders.get_mut(&sender) else { return Err(too_low) };
+        let Some(at) = entry.costs.iter().position(|(n, _)| *n == nonce) else { return Err(too_low) };
+        let old = entry.costs[at].1;
+        let others = queued.saturating_sub(old);
+        if committed.balance < others.saturating_add(cost) {
+            return Err(TxError::Overdraft { balance: committed.balance, queued: others, cost });
+        }
+        let counted = old.max(cost);
+        entry.costs[at].1 = counted;
+        entry.spent = entry.spent.saturating_sub(old).saturating_add(counted);
+        Ok(())
+    }
+
     /// Puts back a sender's in-flight transactions after the book was lost
     /// (a contained panic): `next` as reserving them would have left it,
     /// and each one's nonce and maximum cost. Costs are kept in nonce
@@ -594,5 +636,32 @@ mod tests {
         book.reserve(A, 3, cost(30), holding(2, 60), LIMIT).unwrap();
         book.executed(&A, 1, 2);
         assert_eq!(book.queued_cost(&A, 2), cost(60));
+    }
+
+    #[test]
+    fn a_replacement_swaps_the_cost_of_a_counted_in_flight_nonce() {
+        let mut book = NonceBook::new();
+        book.reserve(A, 0, cost(40), holding(0, 100), LIMIT).unwrap();
+        book.reserve(A, 1, cost(50), holding(0, 100), LIMIT).unwrap();
+        // 40 -> 50 fits (50 + 50 <= 100); 40 -> 51 does not.
+        let e = book.replace(A, 0, cost(51), holding(0, 100)).unwrap_err();
+        assert_eq!(e, TxError::Overdraft { balance: cost(100), queued: cost(50), cost: cost(51) });
+        book.replace(A, 0, cost(50), holding(0, 100)).unwrap();
+        assert_eq!(
+            (book.queued_cost(&A, 0), book.in_flight(&A), book.next_nonce(&A)),
+            (cost(100), 2, Some(2))
+        );
+        // A cheaper one ("cancel") keeps the larger cost counted.
+        book.replace(A, 1, cost(10), holding(0, 100)).unwrap();
+        assert_eq!(book.queued_cost(&A, 0), cost(100));
+        // Not in flight, or already taken by the chain: nonce too low.
+        assert_eq!(
+            book.replace(A, 0, cost(1), holding(1, 100)),
+            Err(TxError::NonceTooLow { next: 2, tx: 0 })
+        );
+        assert!(book.replace(Address::ZERO, 0, cost(1), holding(1, 100)).is_err());
+        assert!(book.replace(A, 2, cost(1), holding(0, 100)).is_err());
+        book.executed(&A, 2, 2);
+        assert!(book.is_empty());
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use alloy_primitives::B256;
+use alloy_primitives::{Address, B256};
 use parking_lot::Mutex;
 use sluice_messages::RecoveredTx;
 
@@ -17,11 +17,34 @@ const SHARDS: usize = 16;
 #[derive(Default)]
 pub struct PendingTxs {
     shards: [Mutex<HashMap<B256, RecoveredTx>>; SHARDS],
+    /// The newest in-flight hash per sender and nonce, sharded by sender:
+    /// how a same-nonce replacement finds the transaction it replaces
+    /// without scanning the pool.
+    nonces: [Mutex<HashMap<(Address, u64), B256>>; SHARDS],
 }
 
 impl PendingTxs {
     fn shard(&self, hash: &B256) -> &Mutex<HashMap<B256, RecoveredTx>> {
         &self.shards[hash[0] as usize % SHARDS]
+    }
+
+    fn nonce_shard(&self, sender: &Address) -> &Mutex<HashMap<(Address, u64), B256>> {
+        &self.nonces[sender[19] as usize % SHARDS]
+    }
+
+    /// Drops `tx`'s (sender, nonce) entry if it still names `tx`.
+    fn unindex(&self, tx: &RecoveredTx) {
+        let mut nonces = self.nonce_shard(&tx.sender).lock();
+        let key = (tx.sender, tx.nonce());
+        if nonces.get(&key) == Some(&tx.hash) {
+            nonces.remove(&key);
+        }
+    }
+
+    /// The newest in-flight transaction of `sender` with `nonce`.
+    pub fn by_nonce(&self, sender: &Address, nonce: u64) -> Option<RecoveredTx> {
+        let hash = *self.nonce_shard(sender).lock().get(&(*sender, nonce))?;
+        self.get(&hash)
     }
 
     /// True when the transaction is in flight.
@@ -41,19 +64,25 @@ impl PendingTxs {
 
     /// Records an admitted transaction.
     pub fn insert(&self, tx: RecoveredTx) {
+        self.nonce_shard(&tx.sender).lock().insert((tx.sender, tx.nonce()), tx.hash);
         self.shard(&tx.hash).lock().insert(tx.hash, tx);
     }
 
     /// Forgets a committed or dropped transaction.
     pub fn remove(&self, hash: &B256) {
-        self.shard(hash).lock().remove(hash);
+        let removed = self.shard(hash).lock().remove(hash);
+        if let Some(tx) = removed {
+            self.unindex(&tx);
+        }
     }
 
     /// Forgets a committed transaction and answers its sender; `None`
     /// when this node never admitted it (a block another validator
     /// proposed) or already forgot it.
     pub fn remove_sender(&self, hash: &B256) -> Option<alloy_primitives::Address> {
-        self.shard(hash).lock().remove(hash).map(|tx| tx.sender)
+        let tx = self.shard(hash).lock().remove(hash)?;
+        self.unindex(&tx);
+        Some(tx.sender)
     }
 
     /// Takes every in-flight transaction out (the node halted: none of
@@ -62,6 +91,9 @@ impl PendingTxs {
         let mut out = Vec::new();
         for shard in &self.shards {
             out.extend(shard.lock().drain().map(|(_, tx)| tx));
+        }
+        for nonces in &self.nonces {
+            nonces.lock().clear();
         }
         out
     }
@@ -93,5 +125,46 @@ impl PendingTxs {
     /// True when nothing is in flight.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{recover::recover_raw, sign::Signer};
+    use alloy_consensus::TxEip1559;
+    use alloy_primitives::TxKind;
+
+    fn tx(nonce: u64, fee: u128) -> RecoveredTx {
+        let signer = Signer::from_bytes(&B256::repeat_byte(7)).unwrap();
+        let raw = signer.sign_raw(
+            TxEip1559 {
+                chain_id: 1,
+                nonce,
+                gas_limit: 21_000,
+                max_fee_per_gas: fee,
+                to: TxKind::Call(Address::ZERO),
+                ..Default::default()
+            }
+            .into(),
+        );
+        recover_raw(raw).unwrap()
+    }
+
+    #[test]
+    fn by_nonce_names_the_newest_and_forgets_with_it() {
+        let pending = PendingTxs::default();
+        let (old, new) = (tx(4, 10), tx(4, 11));
+        pending.insert(old.clone());
+        assert_eq!(pending.by_nonce(&old.sender, 4).map(|t| t.hash), Some(old.hash));
+        pending.insert(new.clone());
+        // The replaced one leaving keeps the replacement findable.
+        pending.remove(&old.hash);
+        assert_eq!(pending.by_nonce(&old.sender, 4).map(|t| t.hash), Some(new.hash));
+        assert_eq!(pending.remove_sender(&new.hash), Some(new.sender));
+        assert!(pending.by_nonce(&old.sender, 4).is_none());
+        pending.insert(old.clone());
+        assert_eq!(pending.drain().len(), 1);
+        assert!(pending.by_nonce(&old.sender, 4).is_none() && pending.is_empty());
     }
 }

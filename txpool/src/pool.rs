@@ -208,6 +208,28 @@ impl MempoolShard {
         out
     }
 
+    /// Puts `new` in the place of the queued transaction `old` (a
+    /// same-nonce replacement that paid geth's bump), keeping its place
+    /// and admission number, so the sender's order and the block order
+    /// stay as they were; answers the replaced transaction. If `old` is
+    /// not queued here (a block took it already) `new` is handed back:
+    /// the nonce is being spent by `old`, and `new` can never apply (boxed:
+    /// the error stays small).
+    pub fn replace(&mut self, old: &B256, new: RecoveredTx) -> Result<RecoveredTx, Box<RecoveredTx>> {
+        let Some(&seq) = self.index.get(old) else { return Err(Box::new(new)) };
+        if self.index.contains_key(&new.hash) {
+            return Err(Box::new(new));
+        }
+        let Some(slot) = usize::try_from(seq - self.head_seq).ok().and_then(|at| self.queue.get_mut(at))
+        else {
+            return Err(Box::new(new));
+        };
+        self.index.remove(old);
+        self.index.insert(new.hash, seq);
+        self.bytes = self.bytes - slot.tx.raw.len() + new.raw.len();
+        Ok(std::mem::replace(&mut slot.tx, new))
+    }
+
     /// Removes a queued transaction wherever it is (a block this node did
     /// not build included it); answers its raw size, or `None` if it is
     /// not queued here.
@@ -448,5 +470,32 @@ mod tests {
         let taken = shard.take(usize::MAX, u64::MAX, usize::MAX, &B256Set::default()).txs;
         let want: Vec<_> = txs.iter().skip(10).step_by(10).map(|t| t.hash).collect();
         assert_eq!(taken.iter().map(|p| p.tx.hash).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn a_replacement_keeps_its_place_and_a_taken_one_is_not_replaced() {
+        let mut shard = MempoolShard::new();
+        let txs: Vec<_> = (0..3).map(|n| tx(n, 21_000, 0)).collect();
+        for (n, t) in txs.iter().enumerate() {
+            shard.push(t.clone(), n as u64).unwrap();
+        }
+        let new = tx(1, 30_000, 40);
+        let old = shard.replace(&txs[1].hash, new.clone()).unwrap();
+        assert_eq!(old.hash, txs[1].hash);
+        assert!(shard.find(&txs[1].hash).is_none());
+        assert_eq!(shard.bytes(), txs[0].raw.len() + new.raw.len() + txs[2].raw.len());
+        let taken = shard.take(1, u64::MAX, usize::MAX, &B256Set::default()).txs;
+        assert_eq!(taken[0].tx.hash, txs[0].hash);
+        // Taken already: nothing to replace, the newcomer comes back.
+        assert_eq!(
+            shard.replace(&txs[0].hash, tx(0, 40_000, 0)).map(|t| t.hash).unwrap_err().gas_limit(),
+            40_000
+        );
+        let rest = shard.take(5, u64::MAX, usize::MAX, &B256Set::default()).txs;
+        assert_eq!(
+            rest.iter().map(|p| (p.tx.hash, p.seq)).collect::<Vec<_>>(),
+            vec![(new.hash, 1), (txs[2].hash, 2)]
+        );
+        assert!(shard.is_empty() && shard.bytes() == 0);
     }
 }

@@ -169,6 +169,29 @@ pub fn intrinsic_gas(tx: &TxEnvelope, spec: Spec) -> IntrinsicGas {
     IntrinsicGas { initial: gas.initial_total_gas(), floor }
 }
 
+/// Whether `new` may replace `old` (same sender, same nonce), geth's rule
+/// (legacypool `PriceBump`, default 10): both its fee cap and its tip must
+/// be strictly higher and at least `old * (100 + bump_percent) / 100`
+/// (integer division, as geth), else `replacement transaction underpriced`.
+/// A legacy or EIP-2930 transaction's tip is its gas price. Without the
+/// bump a sender could resend the same fees forever, each time pushing its
+/// earlier transaction out for free.
+pub fn check_replacement(old: &TxEnvelope, new: &TxEnvelope, bump_percent: u64) -> Result<(), TxError> {
+    let fields = [
+        (old.max_fee_per_gas(), new.max_fee_per_gas()),
+        (old.priority_fee_or_price(), new.priority_fee_or_price()),
+    ];
+    let factor = U256::from(100u64.saturating_add(bump_percent));
+    for (old, new) in fields {
+        // U256: `old * (100 + bump)` must not overflow for any u128 fee.
+        let threshold = U256::from(old).saturating_mul(factor) / U256::from(100u64);
+        if new <= old || U256::from(new) < threshold {
+            return Err(TxError::ReplaceUnderpriced);
+        }
+    }
+    Ok(())
+}
+
 /// A transaction's maximum cost, `gas_limit * max_fee_per_gas + value`
 /// (legacy: the gas price): what the sender must hold for revm to accept
 /// it, and what it counts for against its sender's balance while in flight.

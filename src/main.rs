@@ -36,7 +36,7 @@ enum Command {
     /// 127.0.0.1:9545 by default).
     Node(NodeArgs),
     /// Print the effective configuration (after every layer) as JSON and
-    /// exit.
+    /// exit; the mnemonic is shown redacted.
     Config(NodeArgs),
     /// Re-execute every stored block from genesis into a fresh state and
     /// verify every app hash against the hash vault.
@@ -120,7 +120,8 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Config(args) => {
-            println!("{}", serde_json::to_string_pretty(&args.load()?)?);
+            // The mnemonic is every dev account's key: shown redacted.
+            println!("{}", serde_json::to_string_pretty(&args.load()?.redacted())?);
             Ok(())
         }
         Command::Node(args) => run_node(args.load()?),
@@ -179,6 +180,11 @@ fn run_node(mut cfg: Config) -> anyhow::Result<()> {
     sluice_actors::metrics::install(cfg.metrics.addr)
         .with_context(|| format!("cannot serve metrics on {}", cfg.metrics.addr))?;
     tracing::info!(metrics = %cfg.metrics.addr, "serving Prometheus metrics at /metrics");
+    // Only an explicit rpc.allow_unsafe_public_bind gets here with risks:
+    // said at every start, so nobody runs an open node without knowing.
+    for risk in cfg.public_bind_risks() {
+        tracing::warn!(rpc = %cfg.rpc.addr, "rpc.allow_unsafe_public_bind: {risk}");
+    }
     // Checked before anything starts: a validator whose set, key, rules or
     // genesis disagree with the others' is refused at once.
     let prepared = if cfg.is_validator() { Some(validator::prepare(&cfg)?) } else { None };

@@ -193,7 +193,9 @@ pub(crate) struct InitArgs {
     #[arg(long, value_name = "P", default_value_t = 26650)]
     base_port: u16,
     /// One address per validator, comma-separated (one per machine or
-    /// network namespace); default 127.0.0.1 for all.
+    /// network namespace); default 127.0.0.1 for all. Validators on other
+    /// than loopback get `rpc.cors_origins = ""` and, while they fund dev
+    /// accounts of the public mnemonic, `rpc.allow_unsafe_public_bind`.
     #[arg(long, value_name = "H1,H2,...", value_delimiter = ',')]
     hosts: Vec<IpAddr>,
     /// Derive keys from this seed. FOR TESTS ONLY: anyone who knows the
@@ -245,8 +247,17 @@ pub(crate) fn init(args: &InitArgs) -> anyhow::Result<()> {
         rules: rules_of(&cfg),
         chain_section,
         block_time_ms: args.block_time_ms,
+        public_dev_accounts: if cfg.chain.funds_public_keys() { args.dev_accounts } else { 0 },
     };
     let written = testnet::init(&spec)?;
+    if spec.public_dev_accounts > 0 && written.rpc_addrs.iter().any(|a| !a.ip().is_loopback()) {
+        eprintln!(
+            "WARNING: validators on --hosts other than loopback fund {} dev accounts of the PUBLIC test \
+             mnemonic: anyone who reaches them can spend that ether. Their configs set \
+             rpc.allow_unsafe_public_bind = true; for anything but a private lab use --dev-accounts 0 --genesis FILE.",
+            spec.public_dev_accounts
+        );
+    }
     println!("wrote {}", written.set_file.display());
     for (cfg, rpc) in written.configs.iter().zip(&written.rpc_addrs) {
         println!("sluice node --config {}    # JSON-RPC http://{rpc}", cfg.display());

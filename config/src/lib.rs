@@ -29,6 +29,11 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+/// The BIP-39 mnemonic anvil, hardhat and sluice fund dev accounts from
+/// by default. It is published: whoever reaches a node funding its accounts
+/// can spend their ether.
+pub const TEST_MNEMONIC: &str = "test test test test test test test test test test test junk";
+
 /// The machine's cores (1 if unknown): the thread pools' size where the
 /// configuration leaves it out.
 pub fn cores() -> usize {
@@ -105,7 +110,7 @@ impl Default for Config {
                 genesis_file: PathBuf::new(),
                 dev_accounts: 10,
                 dev_balance_eth: 10_000,
-                mnemonic: "test test test test test test test test test test test junk".into(),
+                mnemonic: TEST_MNEMONIC.into(),
                 synthetic_accounts: 0,
             },
             rpc: RpcConfig {
@@ -146,6 +151,7 @@ impl Default for Config {
                 call_queue_calls: 16,
                 batch_timeout_ms: 25_000,
                 apis: "eth,net,web3,txpool,debug".into(),
+                allow_unsafe_public_bind: false,
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
             mempool: MempoolConfig {
@@ -292,7 +298,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 54] = [
+        let positive: [(&str, u64); 55] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -339,6 +345,9 @@ impl Config {
             // geth raises a bump below 1 to its default: a replacement
             // must always cost more.
             ("mempool.price_bump_percent", self.mempool.price_bump_percent),
+            // 0 would drop every held transaction at the next sweep; hold
+            // none with mempool.max_future_txs_per_sender = 0 instead.
+            ("mempool.future_tx_lifetime_ms", self.mempool.future_tx_lifetime_ms),
             ("producer.block_time_ms", self.producer.block_time_ms),
             ("producer.max_block_txs", self.producer.max_block_txs as u64),
             ("pipeline.admission_mailbox_msgs", self.pipeline.admission_mailbox_msgs as u64),
@@ -384,6 +393,24 @@ impl Config {
                 self.rpc.addr
             )));
         }
+        // Free gas makes spam free: anyone could fill every block and the
+        // mempool at no cost to themselves.
+        if self.chain.base_fee_wei == 0 {
+            return Err(ConfigError::Invalid(
+                "chain.base_fee_wei must be greater than 0: with no base fee, transactions cost nothing, \
+                 so anyone can fill blocks and the mempool for free"
+                    .into(),
+            ));
+        }
+        let risks = self.public_bind_risks();
+        if !risks.is_empty() && !self.rpc.allow_unsafe_public_bind {
+            return Err(ConfigError::Invalid(format!(
+                "rpc.addr {} is not a loopback address, so other hosts can reach this node, and {}. Fix that, \
+                 bind rpc.addr to 127.0.0.1, or set rpc.allow_unsafe_public_bind = true to serve anyway",
+                self.rpc.addr,
+                risks.join("; and ")
+            )));
+        }
         self.validate_consensus()?;
         if self.chain.block_gas_limit < 21_000 {
             return Err(ConfigError::Invalid("chain.block_gas_limit is below 21000".into()));
@@ -393,6 +420,53 @@ impl Config {
 }
 
 impl Config {
+    /// What would open this node to whoever reaches it, if its `rpc.addr`
+    /// is not a loopback address (empty if it is, or if nothing would):
+    /// CORS `*` (any web page a browser opens, anywhere, could drive it),
+    /// dev accounts from the public [`TEST_MNEMONIC`] (anyone has their
+    /// keys) and the `debug` namespace (the heaviest calls there are, open
+    /// to all). Refused unless `rpc.allow_unsafe_public_bind`; logged as
+    /// warnings at start when allowed.
+    pub fn public_bind_risks(&self) -> Vec<String> {
+        let mut risks = Vec::new();
+        if self.rpc.addr.ip().is_loopback() {
+            return risks;
+        }
+        if self.rpc.cors_allows_any() {
+            risks.push(
+                "rpc.cors_origins allows any origin (\"*\"): any web page, opened by anyone who can reach \
+                 this node, could drive it; list the origins that may call it, or \"\" for none"
+                    .to_string(),
+            );
+        }
+        if self.chain.funds_public_keys() {
+            risks.push(format!(
+                "chain.dev_accounts funds {} accounts of the public test mnemonic (\"test test ... junk\"): \
+                 everyone has their keys and can spend their ether; set chain.mnemonic to one of your own, \
+                 or chain.dev_accounts = 0",
+                self.chain.dev_accounts
+            ));
+        }
+        if self.rpc.serves("debug_") {
+            risks.push(
+                "rpc.apis serves debug: debug_trace* are the heaviest calls there are, and anyone could \
+                 run them; remove debug from rpc.apis"
+                    .to_string(),
+            );
+        }
+        risks
+    }
+
+    /// This configuration as it may be shown: the mnemonic replaced by
+    /// `<redacted: N words>`. A mnemonic is every dev account's key, so it
+    /// is never printed, whichever it is.
+    pub fn redacted(&self) -> Config {
+        let mut shown = self.clone();
+        let words = self.chain.mnemonic.split_whitespace().count();
+        shown.chain.mnemonic = format!("<redacted: {words} words>");
+        shown
+    }
+
     /// Whether this node runs as a validator.
     pub fn is_validator(&self) -> bool {
         !self.consensus.validators_file.as_os_str().is_empty()
@@ -547,6 +621,122 @@ mod tests {
         let env = vec![("SLUICE_PIPELINE__EXECUTE_WORKERS".to_string(), "0".to_string())];
         let err = Config::load(None, env, &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("execute_workers"), "{err}");
+    }
+
+    fn env_of(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// A timeout or interval of 0 would turn its guard off (actix has no
+    /// head timeout at 0: slowloris) or make no sense; a base fee of 0
+    /// makes spam free.
+    #[test]
+    fn zero_timeouts_and_a_free_base_fee_are_refused() {
+        let zero_refused = [
+            "rpc.keep_alive_ms",
+            "rpc.client_request_timeout_ms",
+            "rpc.read_timeout_ms",
+            "rpc.write_timeout_ms",
+            "rpc.ws_send_timeout_ms",
+            "rpc.ws_ping_interval_ms",
+            "rpc.send_sync_timeout_ms",
+            "rpc.send_sync_max_timeout_ms",
+            "rpc.filter_timeout_ms",
+            "rpc.trace_timeout_ms",
+            "rpc.trace_max_timeout_ms",
+            "rpc.evm_timeout_ms",
+            "rpc.batch_timeout_ms",
+            "mempool.future_tx_lifetime_ms",
+            "producer.block_time_ms",
+            "supervision.window_ms",
+        ];
+        for name in zero_refused {
+            let var = format!("SLUICE_{}", name.to_uppercase().replace('.', "__"));
+            let err = Config::load(None, env_of(&[(&var, "0")]), &Overrides::default()).unwrap_err();
+            assert!(err.to_string().contains(&format!("{name} must be greater than 0")), "{var}=0: {err}");
+        }
+        let err = Config::load(None, env_of(&[("SLUICE_CHAIN__BASE_FEE_WEI", "0")]), &Overrides::default())
+            .unwrap_err();
+        let said = err.to_string();
+        assert!(
+            said.contains("chain.base_fee_wei must be greater than 0") && said.contains("for free"),
+            "{said}"
+        );
+        // 0 where it means "off" on purpose stays allowed.
+        let env = env_of(&[
+            ("SLUICE_PRODUCER__IDLE_BLOCK_INTERVAL_MS", "0"),
+            ("SLUICE_MEMPOOL__MAX_FUTURE_TXS_PER_SENDER", "0"),
+            ("SLUICE_CHAIN__BASE_FEE_WEI", "1"),
+        ]);
+        Config::load(None, env, &Overrides::default()).unwrap();
+    }
+
+    /// A non-loopback `rpc.addr` is refused while CORS `*`, the public
+    /// mnemonic's dev accounts or the debug namespace would open the node
+    /// to whoever reaches it, each named with its fix, unless opted in.
+    #[test]
+    fn a_public_rpc_addr_is_refused_while_the_node_would_be_open() {
+        let public = Overrides { rpc_addr: Some("0.0.0.0:8545".parse().unwrap()), ..Default::default() };
+        // The defaults have all three: each is named.
+        let err = Config::load(None, no_env(), &public).unwrap_err().to_string();
+        for said in [
+            "rpc.addr 0.0.0.0:8545 is not a loopback address",
+            "rpc.cors_origins allows any origin",
+            "public test mnemonic",
+            "rpc.apis serves debug",
+            "rpc.allow_unsafe_public_bind = true",
+        ] {
+            assert!(err.contains(said), "{said:?} missing: {err}");
+        }
+        // With all three closed, a public address is fine.
+        let closed = [
+            ("SLUICE_RPC__CORS_ORIGINS", "https://app.example"),
+            ("SLUICE_CHAIN__DEV_ACCOUNTS", "0"),
+            ("SLUICE_RPC__APIS", "eth,net,web3,txpool"),
+        ];
+        let cfg = Config::load(None, env_of(&closed), &public).unwrap();
+        assert!(cfg.public_bind_risks().is_empty());
+        // Each one alone is refused.
+        for (i, said) in
+            ["rpc.cors_origins allows any origin", "public test mnemonic", "rpc.apis serves debug"]
+                .iter()
+                .enumerate()
+        {
+            let mut env = closed.to_vec();
+            env.remove(i);
+            let err = Config::load(None, env_of(&env), &public).unwrap_err().to_string();
+            assert!(err.contains(said) && !err.contains("; and "), "{said}: {err}");
+        }
+        // Dev accounts of a mnemonic of one's own are not public keys.
+        let own =
+            "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about";
+        let mut env = closed.to_vec();
+        env[1] = ("SLUICE_CHAIN__MNEMONIC", own);
+        Config::load(None, env_of(&env), &public).unwrap();
+        // The opt-in serves anyway, and the risks stay known (to be logged).
+        let cfg =
+            Config::load(None, env_of(&[("SLUICE_RPC__ALLOW_UNSAFE_PUBLIC_BIND", "true")]), &public).unwrap();
+        assert_eq!(cfg.public_bind_risks().len(), 3);
+        // ... but never opens the failpoints.
+        let env = [("SLUICE_RPC__ALLOW_UNSAFE_PUBLIC_BIND", "true"), ("SLUICE_FAULTS__DEBUG_RPC", "true")];
+        let err = Config::load(None, env_of(&env), &public).unwrap_err().to_string();
+        assert!(err.contains("faults.debug_rpc needs a loopback rpc.addr"), "{err}");
+        // Loopback, v4 or v6, keeps the dev defaults.
+        for addr in ["127.0.0.1:8545", "[::1]:8545"] {
+            let o = Overrides { rpc_addr: Some(addr.parse().unwrap()), ..Default::default() };
+            assert!(Config::load(None, no_env(), &o).unwrap().public_bind_risks().is_empty());
+        }
+    }
+
+    #[test]
+    fn the_mnemonic_is_redacted_where_shown() {
+        let cfg = Config::default();
+        let shown = cfg.redacted();
+        assert_eq!(shown.chain.mnemonic, "<redacted: 12 words>");
+        assert_eq!(
+            Config { chain: ChainConfig { mnemonic: cfg.chain.mnemonic.clone(), ..shown.chain }, ..shown },
+            cfg
+        );
     }
 
     #[test]

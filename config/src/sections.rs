@@ -60,6 +60,14 @@ pub struct ChainConfig {
     pub synthetic_accounts: u64,
 }
 
+impl ChainConfig {
+    /// Whether genesis funds accounts whose keys everyone has: dev accounts
+    /// derived from the published [`crate::TEST_MNEMONIC`].
+    pub fn funds_public_keys(&self) -> bool {
+        self.dev_accounts > 0 && self.mnemonic == crate::TEST_MNEMONIC
+    }
+}
+
 /// JSON-RPC server limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -171,6 +179,12 @@ pub struct RpcConfig {
     /// comma-separated, as geth's `--http.api`; a method of another answers
     /// -32601.
     pub apis: String,
+    /// Serve on a non-loopback `addr` even though the configuration would
+    /// open the node to whoever reaches it: CORS `*`, dev accounts of the
+    /// public test mnemonic, or the `debug` namespace (see
+    /// [`crate::Config::public_bind_risks`]). Off, such a configuration is
+    /// refused at start; on, every risk is logged as a warning at start.
+    pub allow_unsafe_public_bind: bool,
 }
 
 impl RpcConfig {
@@ -196,6 +210,11 @@ impl RpcConfig {
     /// the `Origin` of a WebSocket handshake).
     pub fn cors_allows(&self, origin: &str) -> bool {
         self.cors_origins.split(',').map(str::trim).any(|o| o == "*" || o.eq_ignore_ascii_case(origin))
+    }
+
+    /// Whether any origin may call the node (`*` among the origins).
+    pub fn cors_allows_any(&self) -> bool {
+        self.cors_origins.split(',').map(str::trim).any(|o| o == "*")
     }
 
     /// The configured origins (empty: browsers may not call the node).

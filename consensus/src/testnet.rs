@@ -46,6 +46,10 @@ pub struct TestnetSpec {
     pub chain_section: String,
     /// `producer.block_time_ms` for every validator.
     pub block_time_ms: u64,
+    /// Dev accounts `chain_section` funds from the public test mnemonic
+    /// (0: none). A validator on a non-loopback host serving them needs
+    /// `rpc.allow_unsafe_public_bind`, which is then written with a warning.
+    pub public_dev_accounts: u32,
 }
 
 /// What was written.
@@ -103,6 +107,18 @@ pub fn init(spec: &TestnetSpec) -> Result<Written, TestnetError> {
             )))
         }
     };
+    // Checked before anything is written: a rerun on a used directory
+    // must not leave a new set beside old keys, nor replace a key.
+    for i in 0..spec.validators {
+        let key_file = spec.dir.join(format!("v{i}")).join("validator.key");
+        if key_file.exists() {
+            return Err(TestnetError::Invalid(format!(
+                "{} already exists: testnet init never overwrites a validator key; remove {} or choose another --dir",
+                key_file.display(),
+                spec.dir.display()
+            )));
+        }
+    }
     let mut keys = Vec::with_capacity(spec.validators);
     for i in 0..spec.validators {
         keys.push(match spec.seed {
@@ -176,6 +192,26 @@ fn node_config(
     // No debug namespace on a validator: traces are the heaviest calls
     // there are, and its cores are the chain's (README, "Namespaces").
     let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"\napis = \"eth,net,web3,txpool\"", v.rpc_addr);
+    // Reachable from other hosts: the node refuses CORS "*" there (any web
+    // page could drive it), and the public mnemonic's accounts unless told.
+    if !v.rpc_addr.ip().is_loopback() {
+        let _ = writeln!(
+            s,
+            "# Not loopback: no browser page may call this validator (list the origins\n\
+             # of your dapps to allow them; \"*\" is refused here).\ncors_origins = \"\""
+        );
+        if spec.public_dev_accounts > 0 {
+            let _ = writeln!(
+                s,
+                "# WARNING: [chain] funds {} dev accounts of the PUBLIC test mnemonic\n\
+                 # (\"test test ... junk\"): everyone has their keys and can spend their ether\n\
+                 # through this address. Fine for a private lab; for anything else, rerun\n\
+                 # `sluice testnet init` with `--dev-accounts 0 --genesis FILE` and remove this.\n\
+                 allow_unsafe_public_bind = true",
+                spec.public_dev_accounts
+            );
+        }
+    }
     let _ = writeln!(s, "\n[metrics]\naddr = \"{metrics}\"");
     let _ = writeln!(s, "\n[mempool]\nmax_tx_size_bytes = {}", r.max_tx_size_bytes);
     let _ = writeln!(

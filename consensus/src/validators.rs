@@ -156,8 +156,25 @@ impl ValidatorSet {
     }
 }
 
-/// Reads a key file: the ed25519 private key, 32 bytes hex.
+/// Reads a key file: the ed25519 private key, 32 bytes hex. A file that
+/// its group or others may read or write is refused: whoever can read the
+/// key can sign as this validator.
 pub fn load_key(path: &Path) -> Result<PrivateKey, SetError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path).map_err(|e| io(path, e))?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(invalid(
+                path,
+                format!(
+                    "a validator key must be readable by its owner only, but its mode is {mode:04o}; \
+                     run `chmod 600 {}`",
+                    path.display()
+                ),
+            ));
+        }
+    }
     let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
     let bytes = hex::decode(text.trim().trim_start_matches("0x"))
         .map_err(|e| invalid(path, format!("not hex: {e}")))?;
@@ -165,14 +182,72 @@ pub fn load_key(path: &Path) -> Result<PrivateKey, SetError> {
         .map_err(|e| invalid(path, format!("not an ed25519 private key: {e}")))
 }
 
-/// Writes a key file readable by its owner only.
+/// Writes a new key file, readable by its owner only from the moment it
+/// exists (created with mode 0600, never widened by the umask and narrowed
+/// later). An existing file is never overwritten: it may be a validator's
+/// identity.
 pub fn save_key(path: &Path, key: &PrivateKey) -> Result<(), SetError> {
+    use std::io::Write as _;
     let text = format!("0x{}\n", hex::encode(key.encode()));
-    std::fs::write(path, text).map_err(|e| io(path, e))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| io(path, e))?;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
     }
-    Ok(())
+    let mut file = options.open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            invalid(
+                path,
+                "a key file is already there and is never overwritten; remove it, or write elsewhere",
+            )
+        } else {
+            io(path, e)
+        }
+    })?;
+    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(|e| io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("sluice-key-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn key_files_are_created_owner_only_and_a_shared_one_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = scratch("mode");
+        let path = dir.join("validator.key");
+        let key = PrivateKey::from_seed(7);
+        save_key(&path, &key).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(load_key(&path).unwrap().public_key(), key.public_key());
+
+        // Never overwritten.
+        let err = save_key(&path, &PrivateKey::from_seed(8)).unwrap_err().to_string();
+        assert!(err.contains("never overwritten"), "{err}");
+        assert_eq!(load_key(&path).unwrap().public_key(), key.public_key(), "the first key is still there");
+
+        // Readable by others: refused, naming the fix.
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = load_key(&path).unwrap_err().to_string();
+            assert!(err.contains(&format!("its mode is {mode:04o}")) && err.contains("chmod 600"), "{err}");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        assert_eq!(
+            load_key(&path).unwrap().public_key(),
+            key.public_key(),
+            "read-only for its owner is fine"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -126,3 +126,119 @@ fn a_differing_validator_set_file_never_connects_and_says_so() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// This machine's address toward the outside (not loopback), if it has one.
+fn public_ip() -> Option<std::net::IpAddr> {
+    // A connected UDP socket sends nothing; it only picks the route.
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// `testnet init --hosts` with addresses other hosts reach writes what its
+/// validators need there: no CORS `*`, and, as they fund the public
+/// mnemonic's dev accounts, the explicit opt-in under a warning (also said
+/// by init). Such a validator starts, serves on that address and warns;
+/// without the opt-in it is refused, naming the public keys; with
+/// `--dev-accounts 0` no opt-in is written or needed.
+#[test]
+fn validators_on_public_hosts_start_with_the_opt_in_init_writes() {
+    let root = std::env::temp_dir().join(format!("sluice-pubhosts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+
+    // What init writes and says, for hosts that need not exist here.
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["testnet", "init", "--validators", "2", "--hosts", "10.9.9.1,10.9.9.2", "--dir"])
+        .arg(root.join("lab"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PUBLIC test mnemonic"), "init did not warn");
+    let cfg = root.join("lab/v0/sluice.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    for line in
+        ["cors_origins = \"\"", "allow_unsafe_public_bind = true", "# WARNING: [chain] funds 10 dev accounts"]
+    {
+        assert!(text.contains(line), "{line:?} missing:\n{text}");
+    }
+    let config = |cfg: &Path, env: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.args(["config", "--config"]).arg(cfg);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    assert!(config(&cfg, &[]).status.success(), "what init wrote is refused");
+    let out = config(&cfg, &[("SLUICE_RPC__ALLOW_UNSAFE_PUBLIC_BIND", "false")]);
+    assert!(!out.status.success(), "public keys on a public address accepted");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("public test mnemonic") && !err.contains("cors_origins"), "{err}");
+
+    // Without dev accounts, no opt-in.
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["testnet", "init", "--validators", "2", "--dev-accounts", "0", "--hosts", "10.9.9.1,10.9.9.2"])
+        .arg("--dir")
+        .arg(root.join("lab0"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("WARNING"));
+    let cfg = root.join("lab0/v0/sluice.toml");
+    assert!(!std::fs::read_to_string(&cfg).unwrap().contains("allow_unsafe_public_bind"));
+    assert!(config(&cfg, &[]).status.success());
+
+    // One validator on this machine's own outside address really starts.
+    let Some(ip) = public_ip() else {
+        eprintln!("SKIPPED the start on a public address: this machine has none");
+        let _ = std::fs::remove_dir_all(&root);
+        return;
+    };
+    let configs = testnet_init(&root.join("net"), 1, &["--hosts", &ip.to_string()]);
+    let log = root.join("v0.log");
+    let (child, url) = crate::cli_and_config::start_listening(
+        &["--config", configs[0].to_str().unwrap()],
+        &crate::validators_agree_and_rejoin::CI_ENV,
+        &log,
+    )
+    .unwrap_or_else(|log| panic!("the validator init wrote did not start: {log}"));
+    assert!(url.contains(&ip.to_string()), "{url}");
+    let answer = rpc(&url, "eth_chainId", serde_json::json!([])).unwrap();
+    assert_eq!(answer["result"], "0x7a69", "{answer}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("WARN") && text.contains("public test mnemonic"), "{text}");
+    assert!(crate::cli_and_config::stop(child).success());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A validator key is created owner-only and never overwritten (a rerun
+/// of init on a used directory is refused before it writes anything); a
+/// key file others can read is refused at start, naming `chmod 600`.
+#[cfg(unix)]
+#[test]
+fn key_files_are_owner_only_and_never_overwritten() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = std::env::temp_dir().join(format!("sluice-keymode-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let configs = testnet_init(&root, 1, &[]);
+    let key = root.join("v0/validator.key");
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    let before = std::fs::read(&key).unwrap();
+    let set_before = std::fs::read(root.join("validators.toml")).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["testnet", "init", "--validators", "1", "--seed", "5", "--dir"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "init overwrote a validator key");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never overwrites a validator key"));
+    assert_eq!(std::fs::read(&key).unwrap(), before, "the key changed");
+    assert_eq!(std::fs::read(root.join("validators.toml")).unwrap(), set_before, "the set changed");
+
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = refused(&configs[0], &root.join("data"), &[]);
+    assert!(err.contains("its mode is 0644") && err.contains("chmod 600"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-60}"; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(tx_decode rpc_body)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(tx_decode rpc_body block_exec)
 command -v cargo-fuzz >/dev/null || cargo install --debug cargo-fuzz
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t"

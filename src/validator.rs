@@ -174,6 +174,8 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
             max_tx_bytes: cfg.mempool.max_tx_size_bytes,
             interval: Duration::from_millis(c.gossip_interval_ms),
         },
+        spec: cfg.chain.spec,
+        verify_workers: cfg.pipeline.prepare_workers(),
         set,
     };
     Ok(Prepared { consensus, network: format!("validators:{set_hash}") })

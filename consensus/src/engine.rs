@@ -116,6 +116,13 @@ pub(crate) struct Setup<B: Backend> {
     pub(crate) partition: String,
     /// Transaction dissemination's bounds.
     pub(crate) gossip: crate::gossip::GossipLimits,
+    /// EIP-155 chain id every transaction of a proposal must carry.
+    pub(crate) chain_id: u64,
+    /// The EVM spec the chain runs (intrinsic gas of a proposal's
+    /// transactions).
+    pub(crate) spec: sluice_messages::Spec,
+    /// Threads recovering a proposal's senders.
+    pub(crate) verify_workers: usize,
 }
 
 /// The six channels a validator uses, each a (sender, receiver) pair.
@@ -339,6 +346,14 @@ where
         coinbase: setup.coinbase,
         max_exec_lag_blocks: setup.max_exec_lag_blocks,
         genesis_app_hash: setup.genesis_app_hash,
+        tx_rules: sluice_txpool::AdmissionRules::for_proposals(
+            setup.chain_id,
+            setup.spec,
+            setup.rules.block_gas_limit,
+            setup.rules.base_fee_wei,
+            setup.rules.max_tx_size_bytes,
+        ),
+        verify_workers: setup.verify_workers.max(1),
     };
     let inline = Inline::new(ctx.child("application"), app, marshal, epocher);
     let engine = simplex::Engine::new(

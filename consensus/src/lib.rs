@@ -8,7 +8,8 @@
 //!
 //! ```text
 //!  leader:   producer ──Build──▶ SluiceApp::propose ──▶ simplex (votes) ──▶ finalized
-//!  follower: SluiceApp::verify (rules, timestamp, state reference; no execution)
+//!  follower: SluiceApp::verify (rules, timestamp, every tx decoded + recovered +
+//!            stateless admission rules, declared gas <= block's, state reference; no execution)
 //!  all:      marshal ──Update::Block(ack)──▶ Sink ──▶ forwarder ──▶ prepare → execute → commit ──▶ ack
 //! ```
 //!

@@ -12,6 +12,11 @@ pub const LAG_BLOCKS: &str = "sluice_consensus_lag_blocks";
 pub const FINALIZE_SECONDS: &str = "sluice_consensus_notarized_to_finalized_seconds";
 /// Verify verdicts on others' proposals, by `verdict` (accept, reject).
 pub const VERIFY_TOTAL: &str = "sluice_consensus_verify_total";
+/// Proposals this validator refused, by `reason`: `header`, `timestamp`,
+/// `state_ref`, `block_gas` (declared gas past the block's), or the
+/// admission label of the first transaction breaking a stateless rule
+/// (`invalid`, `invalid_sender`, `chain_id`, `intrinsic_gas`, ...).
+pub const PROPOSALS_REFUSED: &str = "sluice_consensus_proposals_refused_total";
 /// Transactions of own proposals that lost their height, put back in the
 /// mempool.
 pub const REQUEUED_TXS: &str = "sluice_consensus_requeued_txs_total";
@@ -77,6 +82,11 @@ pub fn describe() {
     }
     for verdict in ["accept", "reject"] {
         metrics::counter!(VERIFY_TOTAL, "verdict" => verdict).increment(0);
+    }
+    metrics::describe_counter!(PROPOSALS_REFUSED, "Proposals refused by this validator, by reason");
+    let checks = ["header", "timestamp", "state_ref"];
+    for reason in checks.into_iter().chain(sluice_txpool::PROPOSAL_REFUSAL_REASONS) {
+        metrics::counter!(PROPOSALS_REFUSED, "reason" => reason).increment(0);
     }
     for reason in ["exec_lag", "unresolved"] {
         metrics::counter!(EMPTY_PROPOSALS, "reason" => reason).increment(0);

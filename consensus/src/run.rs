@@ -66,6 +66,12 @@ pub struct ValidatorConfig {
     /// Transaction dissemination's bounds (a batch's bytes are also held
     /// to the p2p network's largest message).
     pub gossip: crate::gossip::GossipLimits,
+    /// The EVM spec the chain runs: a proposal's transactions must pay
+    /// their intrinsic gas under it.
+    pub spec: sluice_messages::Spec,
+    /// Threads recovering the senders of another validator's proposal
+    /// while checking it (as block preparation's `prepare_workers`).
+    pub verify_workers: usize,
 }
 
 /// How the p2p layer keeps its connections honest (see [`crate::liveness`]).
@@ -247,6 +253,9 @@ async fn run<B: Backend>(
             batch_max_bytes: cfg.gossip.batch_max_bytes.min(max_message as usize - 64),
             ..cfg.gossip
         },
+        chain_id: cfg.set.chain_id,
+        spec: cfg.spec,
+        verify_workers: cfg.verify_workers,
     };
     let mut handles = engine::start(ctx.child("validator"), setup, channels, oracle.clone(), oracle)
         .await

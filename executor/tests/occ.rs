@@ -86,6 +86,39 @@ fn random_blocks_match_sequential() {
     }
 }
 
+/// The mixed blocks with about one transaction in five hostile, as a
+/// Byzantine proposer could pack them past a validator's stateless checks
+/// (funds short, nonce gaps and `u64::MAX`, out-of-gas loops, reverts,
+/// failing creations, repeats) or as those checks refuse them (gas below
+/// intrinsic, fee cap below the base fee, tip above it, another chain,
+/// more gas than the block): the parallel executor must skip and fail
+/// exactly what the sequential one does, and neither may panic. 200 seeds
+/// by default (a few seconds); `OCC_SEEDS`/`OCC_SEED` as above. The
+/// `block_exec` fuzz target drives the same differential from fuzz bytes.
+#[test]
+fn random_hostile_blocks_match_sequential() {
+    let seeds: Vec<u64> = if std::env::var_os("OCC_SEED").is_some() || std::env::var_os("OCC_SEEDS").is_some()
+    {
+        seeds()
+    } else {
+        (0..200).collect()
+    };
+    let mut cov = Coverage::default();
+    let execs: Vec<OccExecutor> = [2, 3].into_iter().map(occ).collect();
+    for seed in &seeds {
+        let len = 16 + (seed * 41 % 120) as usize;
+        let s = gen::hostile_scenario(*seed, len);
+        let label = format!("hostile seed {seed} (replay: OCC_SEED={seed})");
+        check_with(&label, &s.state, &s.block, &execs, &mut cov);
+    }
+    eprintln!("{cov:?}");
+    if seeds.len() >= 30 {
+        // Hostile transactions were skipped and failed, not only applied.
+        assert!(cov.skipped > seeds.len(), "{cov:?}");
+        assert!(cov.failed > 0, "{cov:?}");
+    }
+}
+
 /// Blocks of plain transfers, which the executor schedules by their
 /// footprints when it can, against the same oracle.
 #[test]

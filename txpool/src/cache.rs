@@ -41,7 +41,7 @@ const PIECE: usize = 256;
 
 /// Below this many recoveries per worker, recovery stays on one thread
 /// (one recovery is ~40 us, so even a few justify a thread).
-const MIN_RECOVERIES_PER_WORKER: usize = 4;
+pub(crate) const MIN_RECOVERIES_PER_WORKER: usize = 4;
 
 /// Reason given for the second copy of a transaction in one block.
 pub const DUPLICATE_IN_BLOCK: &str = "duplicate transaction in block";
@@ -310,21 +310,36 @@ pub fn prepare_block_timed(
 
 /// Decodes and recovers `raws[i]` for each `i` in `which`, in order.
 fn recover_many(raws: &[Bytes], hashes: &[B256], which: &[usize], workers: usize) -> Vec<PreparedTx> {
-    let one = |i: usize| match recover_raw_with_hash(raws[i].clone(), hashes[i]) {
+    let one = |&i: &usize| match recover_raw_with_hash(raws[i].clone(), hashes[i]) {
         Ok(tx) => PreparedTx::ready(tx),
         Err(e) => PreparedTx::Invalid { hash: hashes[i], reason: e.to_string() },
     };
-    let chunk = chunk_len(which.len(), workers, MIN_RECOVERIES_PER_WORKER);
-    if chunk >= which.len() {
-        return which.iter().map(|&i| one(i)).collect();
+    par_map(which, workers, MIN_RECOVERIES_PER_WORKER, one)
+}
+
+/// `f` of each item, in order, over up to `workers` scoped threads in
+/// contiguous ranges (the calling thread takes the first; one thread below
+/// `min_per_worker` items per worker). Shared by block preparation and a
+/// validator's check of a proposal, so both spread sender recovery the
+/// same way without a thread pool of their own.
+pub(crate) fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    min_per_worker: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let chunk = chunk_len(items.len(), workers, min_per_worker);
+    if chunk >= items.len() {
+        return items.iter().map(&f).collect();
     }
+    let f = &f;
     std::thread::scope(|s| {
-        let handles: Vec<_> = which
+        let handles: Vec<_> = items
             .chunks(chunk)
             .skip(1)
-            .map(|part| s.spawn(move || part.iter().map(|&i| one(i)).collect::<Vec<_>>()))
+            .map(|part| s.spawn(move || part.iter().map(f).collect::<Vec<_>>()))
             .collect();
-        let mut out: Vec<PreparedTx> = which[..chunk].iter().map(|&i| one(i)).collect();
+        let mut out: Vec<R> = items[..chunk].iter().map(f).collect();
         for handle in handles {
             match handle.join() {
                 Ok(part) => out.extend(part),

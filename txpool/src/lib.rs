@@ -13,6 +13,8 @@
 //!   their in-flight spend (the overdraft rule).
 //! - [`pool`]: [`PoolCounters`] (global limits) and FIFO [`MempoolShard`]s.
 //! - [`order`]: a block's order across the shards (tip, then admission).
+//! - [`proposal`]: [`check_proposal_txs`], the stateless checks a validator
+//!   applies to every transaction of another validator's proposal.
 //! - [`cache`]: [`PreparedTxCache`], [`hash_batch`], [`prepare_block`].
 //! - [`sign`]: a libsecp256k1 [`Signer`] for dev accounts, tests and load.
 //!
@@ -54,6 +56,7 @@ pub mod nonce;
 pub mod order;
 pub mod pending;
 pub mod pool;
+pub mod proposal;
 pub mod recover;
 pub mod sign;
 pub mod validate;
@@ -67,9 +70,10 @@ pub use nonce::{Committed, NonceBook};
 pub use order::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};
 pub use pending::PendingTxs;
 pub use pool::{MempoolShard, PoolCounters, Taken};
+pub use proposal::{check_proposal_txs, ProposalError, PROPOSAL_REFUSAL_REASONS};
 pub use recover::{decode_envelope, recover_raw, recover_sender};
 pub use sign::{address_of, Signer};
 pub use validate::{
-    admit_stateless, check_funds, check_replacement, intrinsic_gas, max_cost, AdmissionRules, IntrinsicGas,
-    Spec,
+    admit_stateless, check_decoded, check_funds, check_replacement, intrinsic_gas, max_cost, AdmissionRules,
+    IntrinsicGas, Spec,
 };

@@ -62,6 +62,28 @@ impl AdmissionRules {
             spec: Spec::Prague,
         }
     }
+
+    /// The rules every validator holds another validator's proposal to:
+    /// the shared chain and block rules only, never a node's own stricter
+    /// policy, so an honest proposer's block always passes them. The fee
+    /// floor is the base fee (sluice's is constant), and EIP-7702 is
+    /// allowed exactly when the spec has it, as the node's admission does.
+    pub fn for_proposals(
+        chain_id: u64,
+        spec: Spec,
+        block_gas_limit: u64,
+        base_fee: u64,
+        max_tx_size_bytes: usize,
+    ) -> Self {
+        AdmissionRules {
+            chain_id,
+            max_tx_size_bytes,
+            block_gas_limit,
+            min_fee_per_gas: u128::from(base_fee),
+            allow_eip7702: spec == Spec::Prague,
+            spec,
+        }
+    }
 }
 
 /// Runs every check that needs no state and recovers the sender.
@@ -74,12 +96,20 @@ pub fn admit_stateless(raw: Bytes, rules: &AdmissionRules) -> Result<RecoveredTx
     }
     let hash = sluice_messages::keccak256(&raw);
     let tx = decode_envelope(&raw, hash)?;
-    check_type(&tx, rules)?;
-    check_replay_and_nonce(&tx, rules)?;
-    check_gas(&tx, rules)?;
-    check_fees(&tx, rules)?;
+    check_decoded(&tx, rules)?;
     let sender = recover_sender(&tx)?;
     Ok(RecoveredTx { hash, raw, tx, sender })
+}
+
+/// Checks 4-9 of the crate docs on a decoded transaction: type policy,
+/// EIP-155 chain id, nonce, gas limit, init code, intrinsic gas and floor,
+/// fees. Everything stateless but the size, the decoding and the sender
+/// (the caller's, so a batch can recover its senders in parallel).
+pub fn check_decoded(tx: &TxEnvelope, rules: &AdmissionRules) -> Result<(), TxError> {
+    check_type(tx, rules)?;
+    check_replay_and_nonce(tx, rules)?;
+    check_gas(tx, rules)?;
+    check_fees(tx, rules)
 }
 
 fn check_type(tx: &TxEnvelope, rules: &AdmissionRules) -> Result<(), TxError> {

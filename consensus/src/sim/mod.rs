@@ -14,6 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod tests;
+mod verify_tests;
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
@@ -518,6 +519,9 @@ impl Sim {
             max_pending_acks: NZUsize!(4),
             partition: format!("v{i}"),
             gossip: GOSSIP,
+            chain_id: CHAIN_ID,
+            spec: sluice_messages::Spec::Prague,
+            verify_workers: 1,
         };
         let (manager, blocker) = (self.oracle.manager(), control.clone());
         let handle = self.ctx.child("validator").spawn(move |ctx| async move {

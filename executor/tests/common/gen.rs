@@ -84,6 +84,9 @@ struct Gen {
     clean_nonces: bool,
     /// Whether to create, destroy and delegate.
     creations: bool,
+    /// Whether to mix in transactions a Byzantine proposer could pack (see
+    /// [`Gen::hostile`]).
+    hostile: bool,
 }
 
 impl Gen {
@@ -131,6 +134,10 @@ impl Gen {
     }
 
     fn one(&mut self, pair_rate: u64) {
+        // Checked before any draw: without it the seeds replay as before.
+        if self.hostile && self.rng.chance(20) {
+            return self.hostile_one();
+        }
         let s = self.sender();
         let call = |a: Address| TxKind::Call(a);
         let roll = match self.rng.below(100) {
@@ -243,6 +250,83 @@ impl Gen {
         }
     }
 
+    /// A transaction a Byzantine proposer could pack into a block that
+    /// validators refuse to verify today only partly, or that state alone
+    /// makes inapplicable: every one must be skipped or fail exactly as the
+    /// sequential executor does it, never panic.
+    fn hostile_one(&mut self) {
+        let s = self.sender();
+        let signer = self.senders[s].clone();
+        let to = self.fresh_address();
+        let base = TxEip1559 {
+            chain_id: CHAIN_ID,
+            nonce: self.nonces[s],
+            gas_limit: 21_000,
+            max_fee_per_gas: 10_000_000_000,
+            max_priority_fee_per_gas: 1,
+            to: TxKind::Call(to),
+            value: U256::from(1),
+            access_list: Default::default(),
+            input: Bytes::new(),
+        };
+        let tx = match self.rng.below(13) {
+            // More than the sender holds (50 ETH), or more than any balance.
+            0 => TxEip1559 { value: U256::from(60 * ETH), ..base },
+            1 => TxEip1559 { value: U256::MAX, ..base },
+            // Gas times fee cap alone past the balance.
+            2 => TxEip1559 { gas_limit: 10_000_000, max_fee_per_gas: u128::from(u64::MAX) * 1_000, ..base },
+            // An unfunded sender.
+            3 => {
+                let poor = key_signer(5_000_000 + self.rng.below(1_000));
+                let tx = TxEip1559 { nonce: 0, ..base };
+                self.txs.push(PreparedTx::ready(recovered(&poor, TypedTransaction::Eip1559(tx))));
+                return;
+            }
+            // Nonce gaps, far ahead, and the largest nonce.
+            4 => TxEip1559 { nonce: base.nonce + 2 + self.rng.below(5), ..base },
+            5 => TxEip1559 { nonce: u64::MAX, ..base },
+            // Gas below intrinsic: plain, and with calldata.
+            6 => TxEip1559 { gas_limit: 20_999, ..base },
+            7 => TxEip1559 { input: Bytes::from(vec![0xff; 256]), ..base },
+            // A call that runs out of gas in a loop, and one that reverts.
+            8 => TxEip1559 {
+                to: TxKind::Call(spinner_addr()),
+                gas_limit: 30_000 + self.rng.below(200_000),
+                ..base
+            },
+            9 => TxEip1559 { to: TxKind::Call(reverter_addr()), gas_limit: 22_000, ..base },
+            // Fees a block should never carry: cap below the base fee, tip
+            // above the cap; another chain; more gas than the block.
+            10 => TxEip1559 { max_fee_per_gas: u128::from(BASE_FEE) - 1, ..base },
+            11 => TxEip1559 { max_priority_fee_per_gas: 20_000_000_000, ..base },
+            _ => match self.rng.below(3) {
+                0 => TxEip1559 { chain_id: CHAIN_ID + 1, ..base },
+                1 => TxEip1559 { gas_limit: GAS_LIMIT + 1, ..base },
+                // A creation whose init code runs out of gas.
+                _ => TxEip1559 {
+                    to: TxKind::Create,
+                    gas_limit: 60_000,
+                    input: init_code(&[0x5b, 0x60, 0x00, 0x56], &counter_runtime()),
+                    ..base
+                },
+            },
+        };
+        // Either it consumes the nonce (and the next honest one is
+        // stale, which is the point) or it is skipped; which one is the
+        // executor's to decide, so the honest generator keeps counting
+        // from the nonce it planned.
+        if self.rng.chance(50) {
+            self.nonces[s] = self.nonces[s].saturating_add(1);
+        }
+        self.txs.push(PreparedTx::ready(recovered(&signer, TypedTransaction::Eip1559(tx))));
+        // Now and then the same transaction again, later in the block.
+        if self.rng.chance(10) {
+            if let Some(again) = self.txs.last().cloned() {
+                self.txs.push(again);
+            }
+        }
+    }
+
     /// EIP-7702: sender `s` sponsors another sender's delegation to the counter.
     fn delegate(&mut self, s: usize) {
         let a = (s + 1) % self.senders.len();
@@ -271,6 +355,13 @@ pub fn scenario_without_creations(seed: u64, len: usize) -> Scenario {
     build(seed, len, None, false)
 }
 
+/// Like [`scenario`], with about one transaction in five hostile: funds
+/// short, nonce gaps, gas below intrinsic, out-of-gas loops, reverts, fees
+/// below the base fee, another chain, duplicates (see `Gen::hostile_one`).
+pub fn hostile_scenario(seed: u64, len: usize) -> Scenario {
+    build_with(seed, len, None, true, true)
+}
+
 /// A block of `len` plain transfers for `seed`: a third of the seeds clean
 /// (every transaction applies), the others with stale or skipped nonces and
 /// the odd transaction that is not a plain transfer after all.
@@ -282,6 +373,10 @@ pub fn transfer_scenario(seed: u64, len: usize) -> Scenario {
 /// plain transfers only; `creations`: whether contracts are created,
 /// destroyed and delegated to.
 fn build(seed: u64, len: usize, transfers: Option<bool>, creations: bool) -> Scenario {
+    build_with(seed, len, transfers, creations, false)
+}
+
+fn build_with(seed: u64, len: usize, transfers: Option<bool>, creations: bool, hostile: bool) -> Scenario {
     let mut rng = Rng::new(seed);
     // Mostly many senders; sometimes a few, so that nonce chains dominate.
     let sender_count = if rng.chance(20) { 2 + rng.below(6) } else { 16 + rng.below(48) } as usize;
@@ -329,6 +424,7 @@ fn build(seed: u64, len: usize, transfers: Option<bool>, creations: bool) -> Sce
         next_recipient: seed << 20,
         clean_nonces: transfers == Some(false),
         creations,
+        hostile,
     };
     while g.txs.len() < len {
         match transfers {

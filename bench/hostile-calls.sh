@@ -2,10 +2,12 @@
 # Heavy calls beside cheap reads and transfers (issue 55): a release node on
 # its defaults (call pool: half the cores; rpc.gas_cap 50M), then
 #   1. reads: eth_getBalance latency (p50/p99) and QPS from READERS threads
-#      for READ_S seconds, with 0 heavy calls in flight and with as many as
-#      the call pool runs (CALL_WORKERS: each a loop of 49M-round blake2f
-#      eth_calls, about 0.5 s of CPU each);
-#   2. transfers: `sluice load` at RATE tx/s for DURATION_S, alone and with
+#      for READ_S seconds, with 0 heavy calls in flight, with as many as
+#      the call pool runs (CALL_WORKERS), and with the pool full (16 more
+#      waiting): each a loop of 49M-round blake2f eth_calls, about 0.5 s of
+#      CPU each;
+#   2. transfers: `sluice load` at RATE tx/s (above saturation: what the
+#      node includes is its throughput) for DURATION_S, alone and with
 #      HEAVY_PER_S heavy eth_calls a second beside it (blake2f, 1M rounds,
 #      about 10 ms each; past the pool they are refused with -32005, which
 #      is the point). Every admitted transfer must be included (asserted).
@@ -17,7 +19,7 @@ cd "$ROOT"
 READERS="${READERS:-4}"
 READ_S="${READ_S:-10}"
 CALL_WORKERS="${CALL_WORKERS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}"
-RATE="${RATE:-10000}"
+RATE="${RATE:-40000}"
 DURATION_S="${DURATION_S:-15}"
 HEAVY_PER_S="${HEAVY_PER_S:-100}"
 ACCOUNTS="${ACCOUNTS:-10000}"
@@ -35,8 +37,8 @@ GENESIS="$WORK/genesis.json"
 start() {
     local port; port="$(free_port)"
     URL="http://127.0.0.1:$port"
-    METRICS="http://127.0.0.1:$(free_port)/metrics"
-    RUST_LOG=warn "$SLUICE" node --rpc-addr "127.0.0.1:$port" --metrics-addr "${METRICS#http://}" \
+    local mport; mport="$(free_port)"
+    RUST_LOG=warn "$SLUICE" node --rpc-addr "127.0.0.1:$port" --metrics-addr "127.0.0.1:$mport" \
         --data-dir "$WORK/data-$1" --genesis "$GENESIS" >"$WORK/node-$1.log" 2>&1 &
     NODE_PID=$!
     wait_rpc "$URL" 60
@@ -83,7 +85,9 @@ def run(n_heavy):
     q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1e3
     return {"heavy_in_flight": n_heavy, "reads": len(lat), "qps": len(lat) / (time.perf_counter() - t0),
             "p50_ms": q(0.50), "p99_ms": q(0.99), "heavy_answered": len(answered)}
-res = [run(0), run(workers)]
+# Nothing heavy; the call workers busy; the pool full (workers busy and
+# rpc.call_queue_calls, 16, waiting).
+res = [run(0), run(workers), run(workers + 16)]
 json.dump(res, open(out, "w"), indent=1)
 for r in res:
     print(f"| {r['heavy_in_flight']} | {r['reads']} | {r['qps']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['heavy_answered']} |")

@@ -149,6 +149,7 @@ impl Default for Config {
                 evm_memory_limit_bytes: 256 * 1024 * 1024,
                 call_workers: None,
                 call_queue_calls: 16,
+                call_workers_nice: 10,
                 batch_timeout_ms: 25_000,
                 apis: "eth,net,web3,txpool,debug".into(),
                 allow_unsafe_public_bind: false,
@@ -380,6 +381,13 @@ impl Config {
             return Err(ConfigError::Invalid(format!(
                 "pipeline.prepared_cache_txs ({}) must hold at least mempool.max_txs ({})",
                 self.pipeline.prepared_cache_txs, self.mempool.max_txs
+            )));
+        }
+        // Negative would raise calls above the chain (and needs privilege).
+        if !(0..=19).contains(&self.rpc.call_workers_nice) {
+            return Err(ConfigError::Invalid(format!(
+                "rpc.call_workers_nice must be 0-19, not {}",
+                self.rpc.call_workers_nice
             )));
         }
         if self.supervision.window_ms == 0 {

@@ -171,6 +171,10 @@ pub struct RpcConfig {
     /// Such calls waiting for a call worker; past it (workers all busy and
     /// the queue full) a new one is refused at once with -32005.
     pub call_queue_calls: usize,
+    /// The call workers' scheduling niceness (0-19; Linux): when the cores
+    /// are busy the chain's threads run first, and calls take what is
+    /// left; on an idle machine calls run at full speed.
+    pub call_workers_nice: i32,
     /// Wall time for one HTTP request or WebSocket message, a batch's calls
     /// together; a call it has no time left for answers -32002 `request
     /// timed out`.

@@ -263,7 +263,8 @@ impl<B: Backend> SluiceApp<B> {
         // the header rules above; recovery is spread over scoped threads as
         // block preparation spreads it (about 250 ms for 5,000 transfers on
         // one core, see txpool's proposal tests).
-        check_proposal_txs(&block.txs, &self.tx_rules, self.verify_workers).map_err(|e| Refusal::Txs(Box::new(e)))?;
+        check_proposal_txs(&block.txs, &self.tx_rules, self.verify_workers)
+            .map_err(|e| Refusal::Txs(Box::new(e)))?;
         // A timestamp from the future is clock skew, not a fault: wait.
         let limit = unix_secs(ctx) + self.rules.max_timestamp_drift_s;
         if h.timestamp > limit {

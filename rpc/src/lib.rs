@@ -88,7 +88,11 @@ impl RpcState {
     ) -> RpcState {
         RpcState {
             filters: filters::Filters::new(&limits),
-            calls: Arc::new(pool::CallPool::new(limits.call_workers(), limits.call_queue_calls)),
+            calls: Arc::new(pool::CallPool::new(
+                limits.call_workers(),
+                limits.call_queue_calls,
+                limits.call_workers_nice,
+            )),
             store,
             pipeline,
             pending: Arc::default(),

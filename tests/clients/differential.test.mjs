@@ -160,8 +160,12 @@ test("a randomized batch: several senders, deploy then call in one block, storag
   const txs = [];
   const fresh = [];
   const contracts = [];
+  // Not account 4: the test above delegated it (EIP-7702), and a delegated
+  // sender gets one transaction in flight (geth's rule, which sluice
+  // follows and anvil does not), so a batch holds at most one of its.
+  const senders = [0, 1, 2, 3, 5];
   for (let i = 0; i < 48; i++) {
-    const from = rand(6);
+    const from = senders[rand(senders.length)];
     const pick = rand(10);
     if (pick === 0 || contracts.length === 0) {
       contracts.push({ at: nextCreate(from), holders: [...ADDRS] });

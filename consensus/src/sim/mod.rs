@@ -94,9 +94,9 @@ pub(crate) fn genesis(senders: usize) -> Genesis {
     g
 }
 
-/// A signed transfer as admission would hand it over.
-pub(crate) fn transfer(from: &Signer, nonce: u64) -> RecoveredTx {
-    let raw = from.sign_raw(TypedTransaction::Eip1559(TxEip1559 {
+/// The unsigned transfer every simulation sends (1 wei at nonce `nonce`).
+pub(crate) fn transfer_tx(nonce: u64) -> TxEip1559 {
+    TxEip1559 {
         chain_id: CHAIN_ID,
         nonce,
         gas_limit: 21_000,
@@ -105,7 +105,12 @@ pub(crate) fn transfer(from: &Signer, nonce: u64) -> RecoveredTx {
         to: TxKind::Call(Address::repeat_byte(0x77)),
         value: U256::from(1),
         ..Default::default()
-    }));
+    }
+}
+
+/// A signed transfer as admission would hand it over.
+pub(crate) fn transfer(from: &Signer, nonce: u64) -> RecoveredTx {
+    let raw = from.sign_raw(TypedTransaction::Eip1559(transfer_tx(nonce)));
     sluice_txpool::recover_raw(raw).expect("a valid transaction")
 }
 

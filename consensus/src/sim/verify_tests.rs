@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use alloy_consensus::{TxEip1559, TxEnvelope, TypedTransaction};
 use alloy_eips::eip2718::Encodable2718 as _;
-use alloy_primitives::{Address, Bytes, Signature, TxKind, U256};
+use alloy_primitives::{Address, Bytes, Signature, U256};
 use commonware_runtime::Supervisor as _;
 use sluice_messages::{BlockHeader, SealedBlock, StateRef};
 
-use super::{genesis, rules, sender, transfer, Recorder, SimBackend, BASE_FEE, CHAIN_ID};
+use super::{genesis, rules, sender, transfer, Recorder, SimBackend, CHAIN_ID};
 use crate::{
     app::{Refusal, SluiceApp},
     block::tx_root,
@@ -65,16 +65,7 @@ fn honest(n: u64) -> Vec<Bytes> {
 }
 
 fn tx(nonce: u64) -> TxEip1559 {
-    TxEip1559 {
-        chain_id: CHAIN_ID,
-        nonce,
-        gas_limit: 21_000,
-        max_fee_per_gas: 2 * u128::from(BASE_FEE),
-        max_priority_fee_per_gas: 1,
-        to: TxKind::Call(Address::repeat_byte(0x77)),
-        value: U256::from(1),
-        ..Default::default()
-    }
+    super::transfer_tx(nonce)
 }
 
 fn signed(t: TxEip1559) -> Bytes {

@@ -10,9 +10,11 @@
 //! and all of them reach the nonce actor in one message, so the batch pays
 //! each wake-up and reply once instead of once per transaction.
 //!
-//! A full recovery queue or a full mempool is answered at once with
-//! `txpool is full`; sending to the nonce actor waits while its mailbox is
-//! full (backpressure reaches the client as latency).
+//! A full recovery queue is answered at once with `txpool is full`, and so
+//! is, in a full mempool, a transaction paying no more than the cheapest
+//! one it could evict (below it: `transaction underpriced`); sending to
+//! the nonce actor waits while its mailbox is full (backpressure reaches
+//! the client as latency).
 //!
 //! Admission is stateless, so a panic in it is contained per request: the
 //! caller gets -32603, the restart is counted, and it never escalates (a
@@ -26,12 +28,12 @@ use std::{
     time::Instant,
 };
 
-use alloy_primitives::{Address, Bytes, B256};
+use alloy_primitives::{keccak256, Address, Bytes, B256};
 use serde_json::Value;
 use sluice_messages::RecoveredTx;
 use sluice_rpc::{error::RpcError, BoxFuture, Pipeline};
 use sluice_store::{StateReader, Store};
-use sluice_txpool::{PoolCounters, TxError};
+use sluice_txpool::{decode_envelope, PoolCounters, Price, TxError};
 use tokio::sync::oneshot;
 
 use crate::{
@@ -52,8 +54,8 @@ pub struct Admission {
     pub nonce: MailboxSender<NonceMsg>,
     /// Where submitted transactions are checked and their senders recovered.
     pub recovery: Recovery,
-    /// The mempool's occupancy: a full pool refuses submissions before
-    /// their senders are recovered.
+    /// The mempool's occupancy: a full pool refuses submissions that
+    /// could evict nothing before their senders are recovered.
     pub pool: Arc<PoolCounters>,
     /// False once shutdown began: new transactions are refused.
     pub accepting: AtomicBool,
@@ -118,12 +120,18 @@ async fn begin(state: &Admission, raw: Bytes, batch: &mut Batch<'_>) {
         // Nothing admitted now could ever be committed.
         return batch.refuse(TxError::StoreHalted(reason));
     }
-    // A full pool refuses before the expensive part: recovering senders
-    // only to refuse their transactions would take the CPU the pipeline
-    // needs to drain the pool. (A racy read: the nonce actor still
-    // enforces the bound exactly.)
-    if state.pool.len() >= state.pool.max_txs() {
-        return batch.refuse(TxError::TxPoolFull);
+    // A full pool refuses what could evict nothing before the expensive
+    // part: recovering senders only to refuse their transactions would
+    // take the CPU the pipeline needs to drain the pool. Only then is the
+    // transaction decoded here, for its price. (Racy reads: the nonce
+    // actor decides exactly.)
+    if state.pool.would_overflow(raw.len()) {
+        let hash = keccak256(&raw);
+        if let Ok(tx) = decode_envelope(&raw, hash) {
+            if let Err(e) = state.pool.check_floor(Price::of(&tx)) {
+                return batch.refuse(e);
+            }
+        }
     }
     let fault = faults::point(Site::Admission).fire();
     match fault {

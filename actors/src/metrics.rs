@@ -61,6 +61,9 @@ pub const DROP_FUTURE_REFUSED: &str = "future_refused";
 /// `reason` of [`TXS_DROPPED`]: held for a nonce gap and evicted from the
 /// full queue by another sender's (its sender held the most).
 pub const DROP_FUTURE_EVICTED: &str = "future_evicted";
+/// `reason` of [`TXS_DROPPED`]: a sender's last in-flight transaction,
+/// evicted from the full pool by another sender's better-paying one.
+pub const DROP_EVICTED: &str = "evicted";
 /// Transactions held for a nonce gap.
 pub const MEMPOOL_FUTURE_TXS: &str = "sluice_mempool_future_txs";
 /// `reason` of [`TXS_DROPPED`]: a failed proposal's transactions found the

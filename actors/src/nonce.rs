@@ -33,8 +33,8 @@ use std::{
 
 use actix::prelude::*;
 use sluice_txpool::{
-    check_funds, check_replacement, max_cost, Committed, FutureLimits, FutureQueue, NonceBook, PoolCounters,
-    Pooled, PreparedTxCache, TxError,
+    check_funds, check_replacement, max_cost, Committed, FutureLimits, FutureQueue, NoRoom, NonceBook,
+    PoolCounters, Pooled, PreparedTxCache, Price, Tail, Tails, TxError,
 };
 
 use sluice_store::{ChainEvents, StateReader, Store};
@@ -52,9 +52,17 @@ use crate::{
 /// halt.
 const SWEEP_EVERY: Duration = Duration::from_millis(500);
 
+/// How many senders' tails a full pool looks at to make room for one
+/// newcomer: bounds the serialized work an admission can cause (a large
+/// newcomer in a pool full of small transactions may need many).
+const MAX_EVICTION_VISITS: usize = 256;
+
 /// The nonce reservation actor.
 pub struct NonceActor {
     book: NonceBook,
+    /// Each sender's last in-flight transaction by price: what a full pool
+    /// evicts for a better-paying newcomer.
+    tails: Tails,
     store: Arc<Store>,
     counters: Arc<PoolCounters>,
     pending: Arc<PendingTxs>,
@@ -120,6 +128,7 @@ impl NonceActor {
         let seen_height = deps.store.head();
         NonceActor {
             book: NonceBook::new(),
+            tails: Tails::default(),
             store: deps.store,
             counters: deps.counters,
             pending: deps.pending,
@@ -173,8 +182,37 @@ impl NonceActor {
             "nonce book rebuilt from the store and the in-flight index"
         );
         self.book = book;
+        self.retail_all();
         self.rebuilt_through = head;
         self.seen_height = self.seen_height.max(head);
+    }
+
+    /// Re-indexes every sender's tail from the book and the in-flight
+    /// index (after a rebuild).
+    fn retail_all(&mut self) {
+        self.tails.clear();
+        let mut last: HashMap<alloy_primitives::Address, sluice_messages::RecoveredTx> = HashMap::new();
+        for tx in self.pending.snapshot() {
+            match last.get(&tx.sender) {
+                Some(seen) if seen.nonce() >= tx.nonce() => {}
+                _ => drop(last.insert(tx.sender, tx)),
+            }
+        }
+        for (sender, tx) in last {
+            if self.book.next_nonce(&sender) == tx.nonce().checked_add(1) {
+                self.tails.set(tail_of(&tx));
+            }
+        }
+    }
+
+    /// Re-indexes `sender`'s tail: its in-flight transaction just below
+    /// the book's next nonce, or none.
+    fn retail(&mut self, sender: &alloy_primitives::Address) {
+        let last = self.book.next_nonce(sender).and_then(|n| n.checked_sub(1));
+        match last.and_then(|n| self.pending.by_nonce(sender, n)) {
+            Some(tx) => self.tails.set(tail_of(&tx)),
+            None => drop(self.tails.remove(sender)),
+        }
     }
 
     /// The shard that holds all of `sender`'s transactions.
@@ -243,6 +281,7 @@ impl NonceActor {
         tx: &sluice_messages::RecoveredTx,
         committed: CommittedAccount,
         hold_gaps: bool,
+        out: &mut Outbox,
     ) -> Result<Admitted, TxError> {
         if self.pending.contains(&tx.hash) || self.future.contains(&tx.sender, tx.nonce(), &tx.hash) {
             return Err(TxError::AlreadyKnown);
@@ -269,10 +308,13 @@ impl NonceActor {
             Err(too_low @ TxError::NonceTooLow { .. }) => return self.replace(tx, account, too_low),
             reserved => reserved?,
         }
-        if let Err(e) = self.counters.try_acquire(tx.raw.len()) {
-            self.book.unreserve(&tx.sender, tx.nonce());
-            return Err(e);
+        if self.counters.try_acquire(tx.raw.len()).is_err() {
+            if let Err(e) = self.make_room(tx, out) {
+                self.book.unreserve(&tx.sender, tx.nonce());
+                return Err(e);
+            }
         }
+        self.tails.set(tail_of(tx));
         self.pending.insert(tx.clone());
         self.cache.insert(tx);
         self.events.admitted(tx);
@@ -297,10 +339,65 @@ impl NonceActor {
         let Some(old) = self.pending.by_nonce(&tx.sender, tx.nonce()) else { return Err(too_low) };
         check_replacement(&old.tx, &tx.tx, self.future_limits.price_bump)?;
         self.book.replace(tx.sender, tx.nonce(), max_cost(&tx.tx), account)?;
+        if self.tails.get(&tx.sender).is_some_and(|t| t.nonce == tx.nonce()) {
+            self.tails.set(tail_of(tx));
+        }
         self.pending.insert(tx.clone());
         self.cache.insert(tx);
         self.events.admitted(tx);
         Ok(Admitted::Replaced { old: old.hash })
+    }
+
+    /// A full pool: evicts the cheapest tails of other senders that `tx`
+    /// outbids until it fits, and takes its room; else geth's
+    /// `transaction underpriced` (it pays less than the cheapest) or `txpool
+    /// is full` (it pays the same, or nothing evictable is left).
+    ///
+    /// Evicted transactions leave the in-flight index, the book and the
+    /// pool's count here, at once, so the newcomer's room is exact; their
+    /// shards drop them when the batch is flushed (see
+    /// [`ShardMsg::Evict`]).
+    fn make_room(&mut self, tx: &sluice_messages::RecoveredTx, out: &mut Outbox) -> Result<(), TxError> {
+        let counters = &self.counters;
+        let (count, bytes, need) = (counters.len(), counters.bytes(), tx.raw.len() as u64);
+        let freed = |n: usize, b: usize| {
+            count.saturating_sub(n as u64).saturating_add(1) <= counters.max_txs()
+                && bytes.saturating_sub(b as u64).saturating_add(need) <= counters.max_bytes()
+        };
+        let (book, pending) = (&self.book, &self.pending);
+        let live =
+            |t: &Tail| book.next_nonce(&t.sender) == t.nonce.checked_add(1) && pending.contains(&t.hash);
+        let victims = self
+            .tails
+            .candidates(&tx.sender, Price::of(&tx.tx), MAX_EVICTION_VISITS, live, freed)
+            .map_err(|no| match no {
+                NoRoom::Underpriced => TxError::Underpriced,
+                NoRoom::Full => TxError::TxPoolFull,
+            })?;
+        for victim in victims {
+            self.evict(victim, out);
+        }
+        if self.counters.try_acquire(tx.raw.len()).is_err() {
+            // Only a restore racing in can take the room freed: the pool
+            // may pass its bound by this one for a moment, as a restore's.
+            self.counters.force_acquire(1, tx.raw.len());
+        }
+        Ok(())
+    }
+
+    /// Gives up an in-flight tail for a better-paying newcomer: the
+    /// sender's reservation rolls back by one (it may send that nonce
+    /// again), and the transaction is staged for eviction from its shard.
+    fn evict(&mut self, victim: Tail, out: &mut Outbox) {
+        let Some(tx) = self.pending.get(&victim.hash) else { return };
+        self.book.unreserve(&victim.sender, victim.nonce);
+        self.pending.remove(&victim.hash);
+        self.counters.release(1, tx.raw.len());
+        self.retail(&victim.sender);
+        tracing::warn!(tx = %tx.hash, sender = %tx.sender, nonce = tx.nonce(), "evicted from the full pool by a better-paying transaction");
+        metrics::counter!(m::TXS_DROPPED, "reason" => m::DROP_EVICTED).increment(1);
+        let shard = Self::shard_of(&tx.sender, self.shards.len());
+        out.evict[shard].push(tx);
     }
 
     /// Admits what was held for `sender` now that its gap may have filled
@@ -323,7 +420,7 @@ impl NonceActor {
             let delegated = self.delegated(&account.code_hash).unwrap_or(true);
             let committed =
                 CommittedAccount { height, nonce: account.nonce, balance: account.balance, delegated };
-            match self.admit(&tx, committed, true) {
+            match self.admit(&tx, committed, true, out) {
                 Ok(Admitted::Reserved) => self.stage(tx, None, out),
                 // Unreachable: a promoted nonce is the next one, never below.
                 Ok(Admitted::Held | Admitted::Replaced { .. }) => break,
@@ -382,6 +479,9 @@ struct Outbox {
     /// Same-nonce replacements per shard: the replaced hash and the new
     /// transaction, sent after the shard's inserts.
     replace: Vec<Vec<(alloy_primitives::B256, sluice_messages::RecoveredTx)>>,
+    /// In-flight tails a full pool gave up, per shard, sent after the
+    /// shard's inserts and replacements (one of them may be among those).
+    evict: Vec<Vec<sluice_messages::RecoveredTx>>,
 }
 
 impl Outbox {
@@ -391,6 +491,7 @@ impl Outbox {
             slots: vec![Vec::new(); shards],
             promoted: Vec::new(),
             replace: vec![Vec::new(); shards],
+            evict: vec![Vec::new(); shards],
         }
     }
 }
@@ -406,6 +507,17 @@ enum Admitted {
         /// The replaced transaction's hash.
         old: alloy_primitives::B256,
     },
+}
+
+/// `sender`'s tail entry for `tx`, its newest in-flight transaction.
+fn tail_of(tx: &sluice_messages::RecoveredTx) -> Tail {
+    Tail {
+        sender: tx.sender,
+        nonce: tx.nonce(),
+        hash: tx.hash,
+        price: Price::of(&tx.tx),
+        bytes: tx.raw.len(),
+    }
 }
 
 /// Logs and counts held transactions dropped (never silently).
@@ -449,7 +561,7 @@ impl NonceActor {
         let mut answers = Vec::with_capacity(txs.len());
         let reserve_seconds = metrics::histogram!(m::NONCE_RESERVE_SECONDS);
         for (slot, AdmitTx { tx, committed, hold_gaps, from_peer }) in txs.into_iter().enumerate() {
-            let admitted = self.admit(&tx, committed, hold_gaps);
+            let admitted = self.admit(&tx, committed, hold_gaps, out);
             if admitted.is_ok() && !from_peer {
                 self.send_to_peers(&tx);
             }
@@ -493,6 +605,13 @@ impl NonceActor {
         // client was answered with an error).
         for (_, tx) in out.replace.into_iter().flatten() {
             self.pending.remove(&tx.hash);
+        }
+        // An eviction never sent leaves its transaction queued: it is in
+        // flight again, counted again (the book is rebuilt from the index
+        // next).
+        for tx in out.evict.into_iter().flatten() {
+            self.counters.force_acquire(1, tx.raw.len());
+            self.pending.insert(tx);
         }
         let mut promoted = Vec::new();
         for tx in out.txs.into_iter().flatten().map(|p| p.tx) {
@@ -547,6 +666,8 @@ impl NonceActor {
         ctx: &mut Context<Self>,
     ) {
         let staged = out.txs.iter().any(|txs| !txs.is_empty());
+        // Evictions never make a block fuller: only inserts wake the
+        // producer.
         let pending = Arc::clone(&self.pending);
         // A closed shard (shutting down) never takes a replacement: only the
         // in-flight index held it.
@@ -561,15 +682,19 @@ impl NonceActor {
         }
         let stopped = || Err(TxError::Unavailable("mempool shard stopped"));
         let mut full = Vec::new();
-        for (((shard, txs), slots), replace) in
-            self.shards.iter().zip(out.txs).zip(out.slots).zip(out.replace)
+        for ((((shard, txs), slots), replace), evict) in
+            self.shards.iter().zip(out.txs).zip(out.slots).zip(out.replace).zip(out.evict)
         {
-            let mut msgs = Vec::with_capacity(2);
+            let mut msgs = Vec::with_capacity(3);
             if !txs.is_empty() {
                 msgs.push((ShardMsg::Insert { txs }, slots));
             }
             if !replace.is_empty() {
                 msgs.push((ShardMsg::Replace { txs: replace }, Vec::new()));
+            }
+            if !evict.is_empty() {
+                let txs = evict.iter().map(|tx| (tx.hash, tx.raw.len())).collect();
+                msgs.push((ShardMsg::Evict { txs }, Vec::new()));
             }
             // Once one waits for room, the shard's later message waits
             // behind it: a replacement must not overtake its original.
@@ -636,6 +761,11 @@ impl NonceActor {
                         self.book.executed(&s.address, s.count, s.nonce);
                     }
                 }
+                for s in &senders {
+                    if self.book.next_nonce(&s.address).is_none() {
+                        self.tails.remove(&s.address);
+                    }
+                }
                 // A block may have filled a held transaction's gap (or
                 // taken its nonce).
                 for s in &senders {
@@ -651,6 +781,7 @@ impl NonceActor {
                 // dooms the sender's later transactions, and the book
                 // resyncs when they are skipped. Either way its cost goes.
                 self.book.dropped(&address, nonce);
+                self.retail(&address);
             }
             NonceMsg::Status { reply } => {
                 let _ = reply.send((self.counters.len(), self.future.len() as u64));
@@ -673,6 +804,8 @@ impl NonceActor {
                 tracing::error!(panic = p, "rebuilding the nonce book panicked");
             }
         }
+        // Admission's early refusal in a full pool reads it.
+        self.counters.set_floor(self.tails.floor());
         self.metrics.handled(start);
     }
 }

@@ -166,6 +166,17 @@ pub enum ShardMsg {
         /// Hashes, all of this shard's senders.
         hashes: Vec<B256>,
     },
+    /// Drop these transactions wherever they are queued: the nonce actor
+    /// evicted them from the full pool for better-paying ones, and has
+    /// already taken them out of the in-flight index, the nonce book and
+    /// the pool's count. One no longer queued was taken for a block (which
+    /// gave its count back too): its count is taken again, so the pool's
+    /// total stays exact, and that block carries it. Sent after the same
+    /// batch's `Insert` and `Replace`.
+    Evict {
+        /// Each transaction's hash and raw size, all of this shard's senders.
+        txs: Vec<(B256, usize)>,
+    },
 }
 
 /// Messages to the block producer.

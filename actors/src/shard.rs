@@ -112,6 +112,7 @@ impl ShardActor {
             Some(ShardMsg::Restore { txs }) => self.restore(txs),
             Some(ShardMsg::Replace { txs }) => self.replace(txs),
             Some(ShardMsg::Forget { hashes }) => self.forget(&hashes),
+            Some(ShardMsg::Evict { txs }) => self.evict(&txs),
             None => {}
         }
         Ok(())
@@ -145,6 +146,10 @@ impl ShardActor {
             Some(ShardMsg::Replace { txs }) => self.lose_replacements(txs, m::DROP_HALTED),
             // Left queued: a later block finds them stale, as before.
             Some(ShardMsg::Forget { .. }) | None => {}
+            // Left queued with nothing counting them: taken again.
+            Some(ShardMsg::Evict { txs }) => {
+                txs.iter().for_each(|(_, bytes)| self.counters.force_acquire(1, *bytes))
+            }
         }
     }
 
@@ -251,6 +256,22 @@ impl ShardActor {
     }
 }
 
+impl ShardActor {
+    /// Drops transactions the nonce actor evicted from the full pool (it
+    /// already gave back their count); one already taken for a block gave
+    /// its count back when taken, so it is counted again here.
+    fn evict(&mut self, txs: &[(B256, usize)]) {
+        let mut evicted = 0u64;
+        for (hash, bytes) in txs {
+            match self.pool.forget(hash) {
+                Some(_) => evicted += 1,
+                None => self.counters.force_acquire(1, *bytes),
+            }
+        }
+        metrics::counter!(m::MEMPOOL_PRUNED, "reason" => "evicted").increment(evicted);
+    }
+}
+
 impl Actor for ShardActor {
     type Context = Context<Self>;
 
@@ -295,6 +316,10 @@ impl StreamHandler<ShardMsg> for ShardActor {
                 ShardMsg::Replace { txs } => self.lose_replacements(txs, m::DROP_FAULT),
                 // Left queued: a later block finds them stale, as before.
                 ShardMsg::Forget { .. } => {}
+                // Left queued with nothing counting them: taken again.
+                ShardMsg::Evict { txs } => {
+                    txs.iter().for_each(|(_, bytes)| self.counters.force_acquire(1, *bytes))
+                }
             },
         }
         self.depth.set(self.pool.len() as f64);

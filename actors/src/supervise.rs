@@ -65,6 +65,7 @@ pub fn install(policy: Policy, halt: impl Fn(String) + Send + Sync + 'static) {
         m::DROP_FUTURE_EXPIRED,
         m::DROP_FUTURE_REFUSED,
         m::DROP_FUTURE_EVICTED,
+        m::DROP_EVICTED,
     ] {
         metrics::counter!(m::TXS_DROPPED, "reason" => reason).increment(0);
     }

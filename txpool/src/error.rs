@@ -116,7 +116,13 @@ pub enum TxError {
     /// `ErrOutOfOrderTxFromDelegated`): it is not held, for the same reason.
     #[error("gapped-nonce tx from delegated accounts")]
     OutOfOrderTxFromDelegated,
-    /// The global transaction-count or byte limit of the pool is reached.
+    /// The pool is full and the transaction pays less than the cheapest
+    /// one it could evict (geth's `ErrUnderpriced`).
+    #[error("transaction underpriced")]
+    Underpriced,
+    /// The global transaction-count or byte limit of the pool is reached,
+    /// and nothing cheaper than the transaction can make room (geth's
+    /// `ErrTxPoolOverflow`).
     #[error("txpool is full")]
     TxPoolFull,
     /// The nonce was already used or reserved.
@@ -225,7 +231,9 @@ impl TxError {
             TxError::GasLimit => "gas_limit",
             TxError::IntrinsicGas { .. } | TxError::FloorDataGas { .. } => "intrinsic_gas",
             TxError::TipAboveFeeCap => "tip_above_cap",
-            TxError::FeeCapTooLow { .. } | TxError::ReplaceUnderpriced => "underpriced",
+            TxError::FeeCapTooLow { .. } | TxError::ReplaceUnderpriced | TxError::Underpriced => {
+                "underpriced"
+            }
             TxError::InvalidSender => "invalid_sender",
             TxError::AlreadyKnown => "already_known",
             TxError::TxPoolFull => "txpool_full",
@@ -246,7 +254,8 @@ mod tests {
 
     #[test]
     fn messages_use_geth_wording() {
-        let cases: [(TxError, &str); 12] = [
+        let cases: [(TxError, &str); 13] = [
+            (TxError::Underpriced, "transaction underpriced"),
             (TxError::InflightTxLimitReached, "in-flight transaction limit reached for delegated accounts"),
             (TxError::OutOfOrderTxFromDelegated, "gapped-nonce tx from delegated accounts"),
             (TxError::ReplaceUnderpriced, "replacement transaction underpriced"),

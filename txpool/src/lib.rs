@@ -40,8 +40,11 @@
 //!      a lower nonce still in flight: a replacement with geth's price
 //!      bump (check_replacement, NonceBook::replace); a delegated (7702)
 //!      sender: one in flight, no gap            (by the nonce actor)
-//!  13. room in the pool (PoolCounters::try_acquire), push to a shard,
-//!      insert into the PreparedTxCache
+//!  13. room in the pool (PoolCounters::try_acquire), or, in a full pool,
+//!      the cheapest other senders' last in-flight transactions it
+//!      outbids evicted for it (Tails), else `transaction underpriced`
+//!      or `txpool is full`; push to a shard, insert into the
+//!      PreparedTxCache
 //! ```
 //! Cheap checks run first so spam costs little; recovery (~40 us) runs last.
 
@@ -51,6 +54,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod evict;
 pub mod future;
 pub mod nonce;
 pub mod order;
@@ -65,6 +69,7 @@ pub mod dev_accounts;
 
 pub use cache::{hash_batch, prepare_block, prepare_block_timed, PrepareTimings, PreparedTxCache};
 pub use error::TxError;
+pub use evict::{NoRoom, Price, Tail, Tails};
 pub use future::{FutureLimits, FutureQueue};
 pub use nonce::{Committed, NonceBook};
 pub use order::{select, BlockBudget, Pooled, Selection, RESTORED_SEQ_LIMIT};

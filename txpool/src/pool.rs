@@ -15,7 +15,7 @@ use alloy_primitives::{
 };
 use sluice_messages::RecoveredTx;
 
-use crate::{error::TxError, order::Pooled};
+use crate::{error::TxError, evict::Price, order::Pooled};
 
 /// Global pool occupancy, shared (in an `Arc`) by every admission worker and
 /// shard: the pool's bound must hold across all of them, not per shard.
@@ -25,6 +25,9 @@ pub struct PoolCounters {
     max_bytes: u64,
     txs: AtomicU64,
     bytes: AtomicU64,
+    /// What the cheapest evictable transaction pays, as the nonce actor
+    /// last published it (`None`: nothing to evict).
+    floor: parking_lot::Mutex<Option<Price>>,
 }
 
 /// Adds `add` to `counter` only if the result stays `<= max`.
@@ -45,7 +48,13 @@ fn sub_saturating(counter: &AtomicU64, sub: u64) {
 impl PoolCounters {
     /// Limits: at most `max_txs` transactions and `max_bytes` raw bytes.
     pub fn new(max_txs: u64, max_bytes: u64) -> Self {
-        PoolCounters { max_txs, max_bytes, txs: AtomicU64::new(0), bytes: AtomicU64::new(0) }
+        PoolCounters {
+            max_txs,
+            max_bytes,
+            txs: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            floor: parking_lot::Mutex::new(None),
+        }
     }
 
     /// Takes room for one transaction of `bytes` raw bytes, or answers
@@ -80,6 +89,31 @@ impl PoolCounters {
     pub fn release(&self, n_txs: usize, bytes: usize) {
         sub_saturating(&self.txs, n_txs as u64);
         sub_saturating(&self.bytes, bytes as u64);
+    }
+
+    /// Whether a transaction of `bytes` raw bytes would find no room now
+    /// (a racy read).
+    pub fn would_overflow(&self, bytes: usize) -> bool {
+        self.len() >= self.max_txs || self.bytes().saturating_add(bytes as u64) > self.max_bytes
+    }
+
+    /// Publishes what the cheapest evictable transaction pays (a lower
+    /// bound: the publisher's index may hold stale, cheaper entries).
+    pub fn set_floor(&self, floor: Option<Price>) {
+        *self.floor.lock() = floor;
+    }
+
+    /// A full pool's early answer, before a sender is recovered: a
+    /// transaction paying no more than the published floor could evict
+    /// nothing (geth's `transaction underpriced` below it, `txpool is
+    /// full` at it). Above it, only the nonce actor can tell.
+    pub fn check_floor(&self, price: Price) -> Result<(), TxError> {
+        match *self.floor.lock() {
+            None => Err(TxError::TxPoolFull),
+            Some(floor) if price < floor => Err(TxError::Underpriced),
+            Some(floor) if price == floor => Err(TxError::TxPoolFull),
+            Some(_) => Ok(()),
+        }
     }
 
     /// Transactions currently counted.

@@ -69,6 +69,7 @@ pub fn metric_label(method: &str) -> &'static str {
         .chain(&super::filters::METHODS)
         .chain(super::calls::METHODS)
         .chain(super::trace::METHODS)
+        .chain(super::raw::METHODS)
         .copied()
         .find(|m| *m == method)
         .unwrap_or("unknown")
@@ -196,6 +197,9 @@ pub async fn dispatch(
             let (pending, queued) = s.pipeline.status().await?;
             Ok(json!({"pending": hex_u64(pending), "queued": hex_u64(queued)}))
         }
+        // Raw getters, eth_getAccount, txpool_inspect / contentFrom and
+        // eth_getProof's refusal (raw.rs).
+        m if super::raw::METHODS.contains(&m) => super::raw::call(s, m, &p).await,
         m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p, ctx.client),
         // Unknown unless faults.debug_rpc is on (loopback only).
         m if m.starts_with("debug_") => s.pipeline.debug(m, params),

@@ -1,17 +1,12 @@
 //! JSON shapes of blocks, transactions, receipts and logs, as geth returns
 //! them (hex quantities, checksummed addresses, every field clients parse).
 
-use alloy_consensus::{Transaction, TxEnvelope};
+use alloy_consensus::{Header, Transaction, TxEnvelope, EMPTY_OMMER_ROOT_HASH, EMPTY_ROOT_HASH};
 use alloy_eips::Typed2718;
-use alloy_primitives::{Bloom, B256, U256};
+use alloy_primitives::{Bloom, Bytes, B256, B64, U256};
 use serde_json::{json, Map, Value};
 use sluice_messages::{Log, Receipt, RecoveredTx};
 use sluice_store::{LogEntry, StoredBlock};
-
-/// Hash of an empty uncle list (blocks here have no uncles).
-const EMPTY_UNCLES_HASH: &str = "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347";
-/// Root of an empty trie, for the roots sluice does not compute.
-const EMPTY_ROOT: &str = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
 
 /// A quantity as `0x`-hex without leading zeros.
 pub fn hex_u64(v: u64) -> Value {
@@ -188,36 +183,73 @@ pub fn first_log_index(block: &StoredBlock, index: usize) -> u32 {
     block.receipts[..index].iter().map(|r| r.logs.len() as u32).sum()
 }
 
+/// The Ethereum header of a committed block, with the fields
+/// `eth_getBlockByNumber` reports (the block object and
+/// `debug_getRawHeader` are both built from it, so they cannot disagree).
+///
+/// Its RLP does not hash to the block's hash: sluice's block hash is the
+/// keccak of its own header's protobuf encoding (what consensus signs), and
+/// the roots here are sluice's (`stateRoot` is the app hash,
+/// `transactionsRoot` and `receiptsRoot` digests), not trie roots.
+pub fn header(b: &StoredBlock) -> Header {
+    let h = &b.block.header;
+    Header {
+        parent_hash: h.parent_hash,
+        ommers_hash: EMPTY_OMMER_ROOT_HASH,
+        beneficiary: h.coinbase,
+        state_root: b.app_hash,
+        transactions_root: h.tx_root,
+        receipts_root: if b.receipts.is_empty() { EMPTY_ROOT_HASH } else { receipts_digest(b) },
+        logs_bloom: bloom(b.receipts.iter().flat_map(|r| r.logs.iter())),
+        difficulty: U256::ZERO,
+        number: h.number,
+        gas_limit: h.gas_limit,
+        gas_used: b.gas_used,
+        timestamp: h.timestamp,
+        extra_data: Bytes::new(),
+        // No randomness beacon here; the parent hash stands in (as before
+        // this header existed, the block object reported it).
+        mix_hash: h.parent_hash,
+        nonce: B64::ZERO,
+        base_fee_per_gas: Some(h.base_fee),
+        withdrawals_root: Some(EMPTY_ROOT_HASH),
+        blob_gas_used: Some(0),
+        excess_blob_gas: Some(0),
+        parent_beacon_block_root: Some(B256::ZERO),
+        ..Header::default()
+    }
+}
+
 /// A block object; `txs` are the applied transactions in order (decoded,
 /// when `full`), or only their hashes.
 pub fn block(b: &StoredBlock, txs: Vec<Value>) -> Value {
-    let h = &b.block.header;
+    let h = header(b);
     let size: usize = 600 + b.block.txs.iter().map(|t| t.len()).sum::<usize>();
     json!({
         "number": hex_u64(h.number),
         "hash": b.block.hash,
         "parentHash": h.parent_hash,
-        "nonce": "0x0000000000000000",
-        "sha3Uncles": EMPTY_UNCLES_HASH,
-        "logsBloom": bloom(b.receipts.iter().flat_map(|r| r.logs.iter())),
-        "transactionsRoot": h.tx_root,
-        "stateRoot": b.app_hash,
-        "receiptsRoot": if b.receipts.is_empty() { Value::String(EMPTY_ROOT.into()) } else { json!(receipts_digest(b)) },
-        "miner": h.coinbase,
-        "difficulty": "0x0",
+        "nonce": h.nonce,
+        "sha3Uncles": h.ommers_hash,
+        "logsBloom": h.logs_bloom,
+        "transactionsRoot": h.transactions_root,
+        "stateRoot": h.state_root,
+        "receiptsRoot": h.receipts_root,
+        "miner": h.beneficiary,
+        "difficulty": hex_u256(h.difficulty),
         "totalDifficulty": "0x0",
-        "extraData": "0x",
+        "extraData": h.extra_data,
         "size": hex_u64(size as u64),
         "gasLimit": hex_u64(h.gas_limit),
-        "gasUsed": hex_u64(b.gas_used),
+        "gasUsed": hex_u64(h.gas_used),
         "timestamp": hex_u64(h.timestamp),
-        "mixHash": h.parent_hash,
-        "baseFeePerGas": hex_u64(h.base_fee),
+        "mixHash": h.mix_hash,
+        "baseFeePerGas": h.base_fee_per_gas.map(hex_u64),
         "withdrawals": [],
-        "withdrawalsRoot": EMPTY_ROOT,
-        "blobGasUsed": "0x0",
-        "excessBlobGas": "0x0",
-        "parentBeaconBlockRoot": B256::ZERO,
+        "withdrawalsRoot": h.withdrawals_root,
+        "blobGasUsed": h.blob_gas_used.map(hex_u64),
+        "excessBlobGas": h.excess_blob_gas.map(hex_u64),
+        "parentBeaconBlockRoot": h.parent_beacon_block_root,
         "uncles": [],
         "transactions": txs,
     })

@@ -2,6 +2,7 @@
 //! ([`framing`]),
 //! methods ([`eth`]; those that run the EVM in [`calls`] and [`trace`], on
 //! the [`pool`]), parameters ([`params`]), JSON shapes ([`format`]),
+//! raw forms, `eth_getAccount` and the `txpool_` views ([`raw`]),
 //! errors ([`error`]), log queries (`logs`) and polling filters
 //! ([`filters`]); over WebSocket on the same port, with `eth_subscribe`
 //! ([`ws`]).
@@ -24,6 +25,7 @@ pub mod offline;
 pub mod params;
 pub mod pipeline;
 pub mod pool;
+pub mod raw;
 pub(crate) mod reply;
 pub(crate) mod selector;
 pub mod server;

@@ -81,6 +81,8 @@ pub async fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, R
             }
             // Held for a nonce gap: in geth's pool too (its queue).
             let queued = s.pipeline.queued().await?;
+            // Unknown: `null`, as the execution-apis tests, reth, Nethermind
+            // and Besu answer; geth answers "0x" (a nil `hexutil.Bytes`).
             Ok(queued.iter().find(|tx| tx.hash == hash).map_or(Value::Null, |tx| json!(tx.raw)))
         }
         "eth_getAccount" => {
@@ -369,6 +371,21 @@ mod tests {
     }
 
     #[test]
+    fn raw_block_of_an_empty_block_has_empty_lists() {
+        let mut b = block();
+        let mut sealed = (*b.block).clone();
+        sealed.txs.clear();
+        b.block = Arc::new(sealed);
+        b.receipts.clear();
+        b.raw_index.clear();
+        let raw = raw_block(&b);
+        let decoded = Block::<TxEnvelope>::decode(&mut raw.as_ref()).unwrap();
+        assert!(decoded.body.transactions.is_empty());
+        assert_eq!(alloy_rlp::encode(&decoded), raw.to_vec());
+        assert!(raw_receipts(&b).unwrap().is_empty());
+    }
+
+    #[test]
     fn raw_receipts_are_eip_2718() {
         let b = block();
         let raw = raw_receipts(&b).unwrap();
@@ -381,6 +398,9 @@ mod tests {
         assert_eq!(r.receipt.status, Eip658Value::Eip658(false));
         assert_eq!(r.logs_bloom, format::bloom(&b.receipts[1].logs));
         assert_eq!(r.receipt.logs[0].address, Address::repeat_byte(3));
+        let first = ReceiptEnvelope::decode_2718(&mut raw[0].as_ref()).unwrap();
+        assert!(matches!(first, ReceiptEnvelope::Legacy(_)), "{first:?}");
+        assert_eq!(first.as_receipt_with_bloom().unwrap().receipt.status, Eip658Value::Eip658(true));
         let mut odd = b.receipts[0].clone();
         odd.tx_type = 0x7f;
         assert_eq!(raw_receipt(&odd).unwrap_err().code, INTERNAL_ERROR);

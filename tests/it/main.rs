@@ -38,6 +38,7 @@ mod load_workloads_are_included;
 mod mailbox_bounds_hold;
 mod overload_sheds_and_recovers;
 mod pool_refuses_overdrafts;
+mod raw_getters_round_trip;
 mod recovery_queue_sheds;
 mod replacement_needs_a_price_bump;
 mod resources_do_not_halt;

@@ -18,7 +18,7 @@ use std::{
 
 use actix::prelude::*;
 use alloy_primitives::U256;
-use sluice_config::{Config, Spec};
+use sluice_config::Config;
 use sluice_executor::{ExecConfig, OccExecutor};
 use sluice_txpool::{dev_accounts, AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
@@ -232,7 +232,7 @@ impl Node {
         );
         rules.max_tx_size_bytes = cfg.mempool.max_tx_size_bytes;
         rules.spec = cfg.chain.spec;
-        rules.allow_eip7702 = cfg.chain.spec == Spec::Prague;
+        rules.allow_eip7702 = cfg.chain.spec.has_eip7702();
 
         let p = &cfg.pipeline;
         let counters = Arc::new(PoolCounters::new(cfg.mempool.max_txs as u64, cfg.mempool.max_bytes as u64));
@@ -312,6 +312,11 @@ impl Node {
                 max_block_txs: cfg.producer.max_block_txs,
                 block_gas_limit: cfg.chain.block_gas_limit,
                 max_block_bytes: cfg.producer.max_block_bytes,
+                max_block_rlp_bytes: if cfg.chain.spec.has_osaka_caps() {
+                    sluice_messages::block_size::MAX_RLP_BLOCK_SIZE
+                } else {
+                    usize::MAX
+                },
                 idle_block_interval: match cfg.producer.idle_block_interval_ms {
                     0 => None,
                     ms => Some(Duration::from_millis(ms)),

@@ -103,7 +103,7 @@ impl Default for Config {
         Config {
             chain: ChainConfig {
                 chain_id: 31337,
-                spec: Spec::Prague,
+                spec: Spec::Osaka,
                 coinbase: Address::ZERO,
                 base_fee_wei: 1_000_000_000,
                 block_gas_limit: 150_000_000,

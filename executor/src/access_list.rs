@@ -86,7 +86,7 @@ pub fn create_access_list(
     let error = match result {
         ExecutionResult::Success { .. } => None,
         ExecutionResult::Revert { output, .. } => Some(revert_message(&Bytes::from(output.to_vec()))),
-        ExecutionResult::Halt { reason, .. } => Some(halt_message(&reason)),
+        ExecutionResult::Halt { reason, .. } => Some(halt_message(&reason, evm.inspector.last_opcode())),
     };
     Ok(AccessListOutcome { access_list, gas_used, error })
 }

@@ -3,9 +3,11 @@
 //! A call runs on top of a state and a header without committing anything.
 //! As in geth: the sender defaults to the zero address, the nonce is not
 //! checked, a sender with code is allowed (EIP-3607 off), the gas defaults
-//! to the block gas limit and may exceed it. When no fee is given (all fee
-//! fields absent or zero) the call is free: base fee and balance checks are
-//! off, as geth's `NoBaseFee` does.
+//! to the block gas limit and may exceed it, and EIP-7825's per-transaction
+//! cap does not apply (an estimate stays within it on Osaka, as geth's
+//! gasestimator). When no fee is given (all fee fields absent or zero) the
+//! call is free: base fee and balance checks are off, as geth's `NoBaseFee`
+//! does.
 
 use alloy_primitives::{Address, Bytes, TxKind, U256};
 use revm::{
@@ -15,7 +17,7 @@ use revm::{
     },
     context_interface::{result::EVMError, transaction::AccessList},
     handler::{MainnetContext, MainnetEvm},
-    primitives::KECCAK_EMPTY,
+    primitives::{eip7825::TX_GAS_LIMIT_CAP, KECCAK_EMPTY},
     InspectEvm, MainBuilder, MainContext,
 };
 use sluice_messages::{BlockHeader, Log};
@@ -88,7 +90,7 @@ pub fn call(
     let mut sim = Simulator::new(state, cfg, limits, header, req)?;
     match sim.run(req.gas.unwrap_or(header.gas_limit))? {
         Run::Invalid(e) => Err(ExecError::InvalidCall(invalid_message(&e))),
-        Run::Done(result) => Ok(outcome(result)),
+        Run::Done(result) => Ok(outcome(result, sim.evm.inspector.last_opcode())),
     }
 }
 
@@ -108,6 +110,11 @@ pub fn estimate_gas(
         Some(gas) if gas >= TX_GAS => gas,
         _ => header.gas_limit,
     };
+    // geth's gasestimator: on Osaka no transaction may declare more than
+    // the EIP-7825 cap, so no estimate is above it.
+    if cfg.spec.has_osaka_caps() {
+        hi = hi.min(TX_GAS_LIMIT_CAP);
+    }
     let fee_cap = req.gas_price.or(req.max_fee_per_gas).unwrap_or(0);
     if fee_cap > 0 {
         let from = req.from.unwrap_or_default();
@@ -143,7 +150,9 @@ pub fn estimate_gas(
         ExecutionResult::Halt { reason: HaltReason::OutOfGas(_), .. } => {
             return Err(ExecError::GasExceedsAllowance(hi))
         }
-        ExecutionResult::Halt { reason, .. } => return Err(ExecError::Halted(halt_message(&reason))),
+        ExecutionResult::Halt { reason, .. } => {
+            return Err(ExecError::Halted(halt_message(&reason, sim.evm.inspector.last_opcode())))
+        }
     }
 
     // Anything below the gas used fails; geth's first guess above it is the
@@ -194,6 +203,10 @@ pub(crate) fn call_envs(
     env.disable_eip3607 = true;
     env.disable_block_gas_limit = true;
     env.memory_limit = memory_limit_bytes;
+    // geth runs calls with SkipTransactionChecks, which include EIP-7825's
+    // cap: an eth_call may use more than 2^24 gas on Osaka (it defaults to
+    // the block gas limit). Estimates are capped separately.
+    env.tx_gas_limit_cap = Some(u64::MAX);
     if !priced {
         env.disable_base_fee = true;
         env.disable_balance_check = true;
@@ -301,13 +314,14 @@ fn needs_more_gas(e: &InvalidTransaction) -> bool {
     )
 }
 
-fn outcome(result: ExecutionResult) -> CallOutcome {
+/// The outcome of a run; `last_opcode` is the opcode its last step ran.
+fn outcome(result: ExecutionResult, last_opcode: u8) -> CallOutcome {
     let gas_used = result.tx_gas_used();
     let (success, output, logs, revert, halt_reason) = match result {
         ExecutionResult::Success { output, logs, .. } => (true, output.into_data(), logs, false, None),
         ExecutionResult::Revert { output, logs, .. } => (false, output, logs, true, None),
         ExecutionResult::Halt { reason, logs, .. } => {
-            (false, Bytes::new(), logs, false, Some(halt_message(&reason)))
+            (false, Bytes::new(), logs, false, Some(halt_message(&reason, last_opcode)))
         }
     };
     CallOutcome { success, output, gas_used, logs: logs.into_iter().map(log).collect(), revert, halt_reason }
@@ -326,15 +340,24 @@ pub(crate) fn invalid_message(e: &InvalidTransaction) -> String {
         InvalidTransaction::PriorityFeeGreaterThanMaxFee => {
             "max priority fee per gas higher than max fee per gas".into()
         }
+        InvalidTransaction::TxGasLimitGreaterThanCap { gas_limit, cap } => {
+            format!("transaction gas limit too high (cap: {cap}, tx: {gas_limit})")
+        }
         other => other.to_string(),
     }
 }
 
-/// geth's wording for halts.
-pub(crate) fn halt_message(reason: &HaltReason) -> String {
+/// geth's wording for halts; `opcode` is the one the halting step ran
+/// (geth names it when it is invalid: `invalid opcode: CLZ` for an opcode
+/// of a later fork, `invalid opcode: opcode 0xc not defined` for one no
+/// fork defines).
+pub(crate) fn halt_message(reason: &HaltReason, opcode: u8) -> String {
     match reason {
         HaltReason::OutOfGas(_) => "out of gas".into(),
-        HaltReason::OpcodeNotFound | HaltReason::InvalidFEOpcode => "invalid opcode".into(),
+        HaltReason::InvalidFEOpcode => "invalid opcode: INVALID".into(),
+        HaltReason::OpcodeNotFound | HaltReason::NotActivated => {
+            format!("invalid opcode: {}", opcode_name(opcode))
+        }
         HaltReason::InvalidJump => "invalid jump destination".into(),
         HaltReason::StackUnderflow => "stack underflow".into(),
         HaltReason::StackOverflow => "stack limit reached 1024".into(),
@@ -347,5 +370,15 @@ pub(crate) fn halt_message(reason: &HaltReason) -> String {
         HaltReason::NonceOverflow => "nonce uint64 overflow".into(),
         HaltReason::OutOfOffset => "return data out of bounds".into(),
         other => format!("{other:?}"),
+    }
+}
+
+/// geth's `OpCode.String`: the name of any opcode some fork defines (revm
+/// knows the same names for those), else `opcode 0x.. not defined` (Go's
+/// `%#x`, no leading zero).
+fn opcode_name(opcode: u8) -> String {
+    match revm::bytecode::opcode::OpCode::new(opcode) {
+        Some(op) => op.as_str().to_string(),
+        None => format!("opcode {opcode:#x} not defined"),
     }
 }

@@ -20,7 +20,8 @@ use std::{
 };
 
 use revm::interpreter::{
-    CallInputs, CallOutcome, CreateInputs, CreateOutcome, InstructionResult, Interpreter,
+    interpreter_types::Jumps as _, CallInputs, CallOutcome, CreateInputs, CreateOutcome, InstructionResult,
+    Interpreter,
 };
 use revm::Inspector;
 
@@ -102,12 +103,23 @@ pub struct Watch {
     deadline: Deadline,
     steps: u64,
     hit: bool,
+    /// The opcode of the last step: when a call halts on an invalid or not
+    /// yet activated opcode, geth's message names it, and revm's halt
+    /// reason does not carry it.
+    last_opcode: u8,
 }
 
 impl Watch {
     /// A watch over `deadline`.
     pub fn new(deadline: Deadline) -> Watch {
-        Watch { deadline, steps: 0, hit: false }
+        Watch { deadline, steps: 0, hit: false, last_opcode: 0 }
+    }
+
+    /// The opcode of the last step executed (0 before any). After a halt
+    /// of the outermost frame, the one it halted on: an inner frame's halt
+    /// returns to its caller, which then steps again.
+    pub fn last_opcode(&self) -> u8 {
+        self.last_opcode
     }
 
     /// Whether the deadline stopped the run (checked now, too).
@@ -127,6 +139,7 @@ impl Watch {
 impl<CTX> Inspector<CTX> for Watch {
     fn step(&mut self, interp: &mut Interpreter, _context: &mut CTX) {
         self.steps += 1;
+        self.last_opcode = interp.bytecode.opcode();
         if self.hit || (self.steps.is_multiple_of(CLOCK_EVERY_STEPS) && self.hit()) {
             interp.halt(InstructionResult::OutOfGas);
         }

@@ -18,6 +18,7 @@ pub(crate) fn spec_id(spec: Spec) -> SpecId {
     match spec {
         Spec::Cancun => SpecId::CANCUN,
         Spec::Prague => SpecId::PRAGUE,
+        Spec::Osaka => SpecId::OSAKA,
     }
 }
 
@@ -31,16 +32,21 @@ pub struct ExecConfig {
 }
 
 impl ExecConfig {
-    /// Prague rules on the given chain.
+    /// The default rules ([`Spec::default`], Osaka) on the given chain.
     pub fn new(chain_id: u64) -> Self {
         ExecConfig { chain_id, spec: Spec::default() }
     }
 }
 
 /// revm's configuration for executing blocks: every check enabled.
+///
+/// `tx_gas_limit_cap` is left `None` on purpose: revm then derives the cap
+/// from the spec (EIP-7825's 2^24 from Osaka on, none before), the same
+/// rule admission applies.
 pub(crate) fn cfg_env(cfg: &ExecConfig) -> CfgEnv {
     let mut env = CfgEnv::new_with_spec(spec_id(cfg.spec));
     env.chain_id = cfg.chain_id;
+    env.tx_gas_limit_cap = None;
     env
 }
 
@@ -49,11 +55,12 @@ pub(crate) fn cfg_env(cfg: &ExecConfig) -> CfgEnv {
 /// PREVRANDAO is the parent hash: sluice has no beacon chain, the value must
 /// be deterministic, and revm refuses post-merge blocks without one. There are
 /// no blobs, so the excess blob gas is zero (blob gas price 1), which only
-/// exists to satisfy revm's Cancun header validation.
+/// exists to satisfy revm's Cancun header validation. Osaka keeps Prague's
+/// update fraction (only the later BPO forks change it).
 pub(crate) fn block_env(header: &BlockHeader, spec: Spec) -> BlockEnv {
     let fraction = match spec {
         Spec::Cancun => eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_CANCUN,
-        Spec::Prague => eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
+        Spec::Prague | Spec::Osaka => eip4844::BLOB_BASE_FEE_UPDATE_FRACTION_PRAGUE,
     };
     BlockEnv {
         number: U256::from(header.number),
@@ -98,4 +105,20 @@ pub(crate) fn tx_env(tx: &RecoveredTx) -> Result<TxEnv, &'static str> {
         max_fee_per_blob_gas: 0,
         authorization_list,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use revm::{context_interface::Cfg as _, primitives::eip7825::TX_GAS_LIMIT_CAP};
+
+    use super::*;
+
+    #[test]
+    fn osaka_blocks_cap_transaction_gas_and_prague_does_not() {
+        let osaka = cfg_env(&ExecConfig { chain_id: 1, spec: Spec::Osaka });
+        assert_eq!(osaka.tx_gas_limit_cap(), TX_GAS_LIMIT_CAP);
+        assert_eq!(TX_GAS_LIMIT_CAP, 1 << 24);
+        let prague = cfg_env(&ExecConfig { chain_id: 1, spec: Spec::Prague });
+        assert_eq!(prague.tx_gas_limit_cap(), u64::MAX);
+    }
 }

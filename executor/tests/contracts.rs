@@ -234,7 +234,7 @@ fn out_of_gas_consumes_the_limit_and_cancun_blocks_run() {
     let spinner = Address::repeat_byte(0x30);
     state.set_code(spinner, spinner_runtime());
     let b = block(1, GAS_LIMIT, vec![eip1559(&alice, 0, TxKind::Call(spinner), 0, Bytes::new(), 50_000)]);
-    for spec in [Spec::Prague, Spec::Cancun] {
+    for spec in Spec::ALL {
         let out = execute_block(&state, &ExecConfig { spec, ..cfg() }, &b).expect("executes");
         let r = &out.receipts[0];
         assert!(!r.success && r.output.is_empty() && r.logs.is_empty());

@@ -21,14 +21,15 @@ pub struct GenesisSpec {
 pub fn genesis_json(spec: &GenesisSpec, accounts: &[Address]) -> String {
     let mut out = String::with_capacity(128 + accounts.len() * 80);
     // anvil's --init wants a complete geth config (fork blocks at 0, a
-    // timestamp, difficulty); sluice reads only chainId and alloc.
+    // timestamp, difficulty); sluice reads only chainId and alloc. Every
+    // fork up to Osaka (sluice's default rules) is active from block 0.
     let _ = write!(
         out,
         concat!(
             "{{\"config\":{{\"chainId\":{},\"homesteadBlock\":0,\"eip150Block\":0,",
             "\"eip155Block\":0,\"eip158Block\":0,\"byzantiumBlock\":0,\"constantinopleBlock\":0,",
             "\"petersburgBlock\":0,\"istanbulBlock\":0,\"berlinBlock\":0,\"londonBlock\":0,",
-            "\"shanghaiTime\":0,\"cancunTime\":0,\"pragueTime\":0,",
+            "\"shanghaiTime\":0,\"cancunTime\":0,\"pragueTime\":0,\"osakaTime\":0,",
             "\"terminalTotalDifficulty\":0,\"terminalTotalDifficultyPassed\":true}},",
             "\"nonce\":\"0x0\",\"timestamp\":\"0x0\",\"extraData\":\"0x\",",
             "\"gasLimit\":\"{:#x}\",\"difficulty\":\"0x0\",\"baseFeePerGas\":\"0x3b9aca00\",",
@@ -57,6 +58,7 @@ mod tests {
         let text = genesis_json(&spec, &accts);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["config"]["chainId"], 31337);
+        assert_eq!(v["config"]["osakaTime"], 0);
         assert_eq!(v["gasLimit"], "0x8f0d180");
         let alloc = v["alloc"].as_object().unwrap();
         assert_eq!(alloc.len(), 2);

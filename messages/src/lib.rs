@@ -9,6 +9,7 @@
 //! Layout:
 //! - [`tx`]: a transaction as admitted (raw bytes, hash, decoded form, sender).
 //! - [`block`]: headers, sealed blocks (raw transactions) and prepared blocks.
+//! - [`block_size`]: EIP-7934's cap on a block's RLP size.
 //! - [`receipt`]: execution results per transaction, with logs.
 //! - [`changes`]: a block's state change set in canonical order.
 //! - [`proposal`]: what a validator's consensus and pipeline hand each
@@ -18,6 +19,7 @@
 //! - [`wire`]: the protobuf (prost) schema used by the store and, later, peers.
 
 pub mod block;
+pub mod block_size;
 pub mod changes;
 pub mod proposal;
 pub mod receipt;

@@ -59,7 +59,7 @@ pub struct ChainIdentity {
     pub chain_id: u64,
     /// `Genesis::fingerprint`.
     pub genesis: B256,
-    /// EVM rules name (`prague`, `cancun`), for replay.
+    /// EVM rules name (`osaka`, `prague`, `cancun`), for replay.
     pub spec: String,
     /// Which network the data dir belongs to: empty for a single node,
     /// `validators:<hash of validators.toml>` for a validator, so neither

@@ -19,7 +19,7 @@ export const COINBASE = "0x0000000000000000000000000000000000000000";
 
 /**
  * Starts anvil on a free port with sluice's dev chain (same mnemonic, chain
- * id, prague), recording steps for the struct logger; automining, so one
+ * id, osaka, sluice's default rules), recording steps for the struct logger; automining, so one
  * transaction a block. Returns `{ url, stop }`.
  */
 export async function startAnvil() {
@@ -29,7 +29,7 @@ export async function startAnvil() {
       probe.close(() => resolve(port));
     });
   });
-  const child = spawn(ANVIL, ["--port", String(port), "--chain-id", String(CHAIN_ID), "--hardfork", "prague", "--steps-tracing", "--silent"], {
+  const child = spawn(ANVIL, ["--port", String(port), "--chain-id", String(CHAIN_ID), "--hardfork", "osaka", "--steps-tracing", "--silent"], {
     stdio: "ignore",
   });
   const url = `http://127.0.0.1:${port}`;

@@ -16,7 +16,7 @@ const SOURCE = "contracts/SluiceToken.sol";
 const CONTRACT = "SluiceToken";
 export const ARTIFACT = join(here, "contracts", `${CONTRACT}.json`);
 
-// cancun: runs on both specs sluice supports (chain.spec = cancun | prague).
+// cancun: runs on every spec sluice supports (chain.spec = cancun | prague | osaka).
 const SETTINGS = {
   evmVersion: "cancun",
   optimizer: { enabled: true, runs: 200 },

@@ -106,7 +106,7 @@ def test_50_transfers_from_5_senders_pending_nonces_and_receipts():
 def test_estimate_gas():
     transfer = {"from": ACCOUNTS[0].address, "to": fresh_address(100), "value": 1}
     assert w3.eth.estimate_gas(transfer) == 21000
-    # Prague (sluice's default spec): EIP-7623's calldata floor, 10 gas per
+    # Prague and later (Osaka is sluice's default): EIP-7623's calldata floor, 10 gas per
     # token (4 tokens per non-zero byte), is above the 16 gas per byte.
     with_data = {"from": ACCOUNTS[0].address, "to": fresh_address(100), "data": "0x0102"}
     assert w3.eth.estimate_gas(with_data) == 21000 + 10 * 4 * 2

@@ -1,6 +1,6 @@
 // geth's tracers, sluice against anvil (both on revm-inspectors): the same
 // signed transactions on the same genesis (anvil's dev accounts from the
-// same mnemonic, 10,000 ETH each, chain id 31337, prague), then every
+// same mnemonic, 10,000 ETH each, chain id 31337, osaka), then every
 // tracer's output for each, compared field for field. Run by run.sh with
 // SUITE_RPC_URL set to a fresh node; anvil is started here.
 //

@@ -42,6 +42,7 @@ mod raw_getters_round_trip;
 mod recovery_queue_sheds;
 mod replacement_needs_a_price_bump;
 mod resources_do_not_halt;
+mod rules_are_osaka;
 mod send_raw_sync_answers_the_receipt;
 mod shutdown_drains_pipeline;
 mod split_network_heals;

@@ -55,6 +55,16 @@ pub enum TxError {
     /// included.
     #[error("exceeds block gas limit")]
     GasLimit,
+    /// The gas limit is above EIP-7825's per-transaction cap (2^24, from
+    /// Osaka on): no block could execute it, whatever the block gas limit
+    /// (geth's `ErrGasLimitTooHigh` with the cap and the limit).
+    #[error("transaction gas limit too high (cap: {cap}, tx: {gas})")]
+    GasLimitTooHigh {
+        /// The cap, 16,777,216.
+        cap: u64,
+        /// The transaction's gas limit.
+        gas: u64,
+    },
     /// A contract creation whose init code is above the EIP-3860 limit.
     #[error("max initcode size exceeded: code size {size}, limit {limit}")]
     MaxInitCodeSize {
@@ -228,7 +238,7 @@ impl TxError {
             TxError::TypeNotSupported => "type_not_supported",
             TxError::Unprotected => "unprotected",
             TxError::InvalidChainId { .. } => "chain_id",
-            TxError::GasLimit => "gas_limit",
+            TxError::GasLimit | TxError::GasLimitTooHigh { .. } => "gas_limit",
             TxError::IntrinsicGas { .. } | TxError::FloorDataGas { .. } => "intrinsic_gas",
             TxError::TipAboveFeeCap => "tip_above_cap",
             TxError::FeeCapTooLow { .. } | TxError::ReplaceUnderpriced | TxError::Underpriced => {
@@ -254,8 +264,12 @@ mod tests {
 
     #[test]
     fn messages_use_geth_wording() {
-        let cases: [(TxError, &str); 13] = [
+        let cases: [(TxError, &str); 14] = [
             (TxError::Underpriced, "transaction underpriced"),
+            (
+                TxError::GasLimitTooHigh { cap: 16_777_216, gas: 16_777_217 },
+                "transaction gas limit too high (cap: 16777216, tx: 16777217)",
+            ),
             (TxError::InflightTxLimitReached, "in-flight transaction limit reached for delegated accounts"),
             (TxError::OutOfOrderTxFromDelegated, "gapped-nonce tx from delegated accounts"),
             (TxError::ReplaceUnderpriced, "replacement transaction underpriced"),

@@ -25,10 +25,11 @@
 //!   2. keccak of the exact bytes = the tx hash
 //!   3. EIP-2718 decode: legacy, 2930, 1559, 7702;  blob/unknown types refused;
 //!      no trailing bytes
-//!   4. type policy: 7702 only if allowed (Prague), with a non-empty auth list
+//!   4. type policy: 7702 only if allowed (Prague on), with a non-empty auth list
 //!   5. EIP-155 protected, chain id matches
 //!   6. nonce != u64::MAX
-//!   7. gas limit <= block gas limit; initcode <= 49152 bytes (EIP-3860)
+//!   7. gas limit <= block gas limit, <= 2^24 on Osaka (EIP-7825);
+//!      initcode <= 49152 bytes (EIP-3860)
 //!   8. gas limit >= intrinsic gas, then >= EIP-7623 floor (revm's numbers)
 //!   9. tip <= fee cap; fee cap >= min_fee_per_gas (the base fee)
 //!  10. signature in range, low s (EIP-2); sender recovered (libsecp256k1)

@@ -14,7 +14,10 @@ use std::{cmp::Ordering, collections::BinaryHeap};
 
 use alloy_consensus::Transaction;
 use alloy_primitives::{map::AddressMap, Address};
-use sluice_messages::RecoveredTx;
+use sluice_messages::{
+    block_size::{tx_rlp_len, BLOCK_RLP_OVERHEAD},
+    RecoveredTx,
+};
 
 /// A transaction in a shard with its admission sequence number.
 #[derive(Debug, Clone)]
@@ -42,6 +45,10 @@ pub struct BlockBudget {
     pub gas: u64,
     /// Sum of raw sizes.
     pub bytes: usize,
+    /// The block's RLP size as EIP-7934 counts it
+    /// ([`block_rlp_size`](sluice_messages::block_size::block_rlp_size)):
+    /// its cap on Osaka, `usize::MAX` before.
+    pub rlp_bytes: usize,
 }
 
 /// A block's transactions, and per shard what it offered and the block did
@@ -108,20 +115,22 @@ pub fn select(offered: Vec<Vec<Pooled>>, budget: BlockBudget, base_fee: u64) -> 
     let mut heap: BinaryHeap<Head> =
         senders.iter().enumerate().filter_map(|(s, (_, pos, _))| head(&flat, s, pos[0])).collect();
     let (mut gas, mut bytes) = (budget.gas, budget.bytes);
+    let mut rlp = budget.rlp_bytes.saturating_sub(BLOCK_RLP_OVERHEAD);
     let mut block = Vec::with_capacity(budget.max_txs.min(total));
     while block.len() < budget.max_txs {
         let Some(Head { sender, .. }) = heap.pop() else { break };
         let (_, positions, next) = &mut senders[sender];
         let at = positions[*next];
         let Some(p) = flat[at].1.as_ref() else { continue };
-        let (g, b) = (p.tx.gas_limit(), p.tx.raw.len());
-        if g > gas || b > bytes {
+        let (g, b, r) = (p.tx.gas_limit(), p.tx.raw.len(), tx_rlp_len(&p.tx.raw));
+        if g > gas || b > bytes || r > rlp {
             // Its later nonces cannot go first: the sender waits for the
             // next block, the others go on.
             continue;
         }
         gas -= g;
         bytes -= b;
+        rlp -= r;
         *next += 1;
         if let Some(p) = flat[at].1.take() {
             block.push(p.tx);
@@ -179,7 +188,7 @@ mod tests {
     }
 
     fn open() -> BlockBudget {
-        BlockBudget { max_txs: 100, gas: u64::MAX, bytes: usize::MAX }
+        BlockBudget { max_txs: 100, gas: u64::MAX, bytes: usize::MAX, rlp_bytes: usize::MAX }
     }
 
     #[test]
@@ -238,7 +247,7 @@ mod tests {
             vec![pooled(1, tx(0, 0, 1, 60_000)), pooled(3, tx(0, 1, 1, 21_000))],
             vec![pooled(2, tx(1, 0, 1, 21_000)), pooled(4, tx(1, 1, 1, 21_000))],
         ];
-        let budget = BlockBudget { max_txs: 100, gas: 50_000, bytes: usize::MAX };
+        let budget = BlockBudget { max_txs: 100, gas: 50_000, bytes: usize::MAX, rlp_bytes: usize::MAX };
         let s = select(offered, budget, BASE);
         assert_eq!(order(&s), vec![(b, 0), (b, 1)]);
         // Sender a's two go back to its shard's front, in order.
@@ -253,13 +262,35 @@ mod tests {
             (0..5).map(|n| pooled(2 * n, tx(0, n, 1, 21_000))).collect(),
             (0..5).map(|n| pooled(2 * n + 1, tx(1, n, 1, 21_000))).collect::<Vec<_>>(),
         ];
-        let s = select(offered.clone(), BlockBudget { max_txs: 3, gas: u64::MAX, bytes: usize::MAX }, BASE);
+        let s = select(
+            offered.clone(),
+            BlockBudget { max_txs: 3, gas: u64::MAX, bytes: usize::MAX, rlp_bytes: usize::MAX },
+            BASE,
+        );
         assert_eq!(s.block.len(), 3);
         let seqs: Vec<Vec<u64>> = s.leftovers.iter().map(|l| l.iter().map(|p| p.seq).collect()).collect();
         assert_eq!(seqs, vec![vec![4, 6, 8], vec![3, 5, 7, 9]], "seqs 0, 1, 2 taken");
         let size = offered[0][0].tx.raw.len();
-        let s = select(offered, BlockBudget { max_txs: 100, gas: u64::MAX, bytes: 2 * size + 1 }, BASE);
+        let s = select(
+            offered,
+            BlockBudget { max_txs: 100, gas: u64::MAX, bytes: 2 * size + 1, rlp_bytes: usize::MAX },
+            BASE,
+        );
         assert_eq!(s.block.len(), 2, "two raw transactions fit the bytes");
         assert_eq!(s.leftovers.iter().map(Vec::len).sum::<usize>(), 8);
+    }
+
+    #[test]
+    fn the_rlp_budget_counts_the_overhead_and_each_transactions_body_encoding() {
+        let offered = vec![(0..5).map(|n| pooled(n, tx(0, n, 1, 21_000))).collect::<Vec<_>>()];
+        let one = tx_rlp_len(&offered[0][0].tx.raw);
+        // Room for two in-body encodings past the overhead, one byte short
+        // of a third: the raw byte count alone would have taken three.
+        let rlp_bytes = BLOCK_RLP_OVERHEAD + 3 * one - 1;
+        let budget = BlockBudget { max_txs: 100, gas: u64::MAX, bytes: 3 * (one - 1), rlp_bytes };
+        let s = select(offered, budget, BASE);
+        assert_eq!(s.block.len(), 2);
+        let raws: Vec<&[u8]> = s.block.iter().map(|t| t.raw.as_ref()).collect();
+        assert!(sluice_messages::block_size::block_rlp_size(raws) <= rlp_bytes);
     }
 }

@@ -17,6 +17,7 @@
 
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_primitives::Bytes;
+use sluice_messages::block_size::{block_rlp_size, MAX_RLP_BLOCK_SIZE};
 
 use crate::{
     cache::{par_map, MIN_RECOVERIES_PER_WORKER},
@@ -47,6 +48,14 @@ pub enum ProposalError {
         /// The block gas limit.
         limit: u64,
     },
+    /// The block's RLP size is past EIP-7934's cap (Osaka on).
+    #[error("block RLP-encoded size {size} exceeds maximum {limit}")]
+    BlockOversized {
+        /// The block's size as [`block_rlp_size`] counts it.
+        size: usize,
+        /// [`MAX_RLP_BLOCK_SIZE`].
+        limit: usize,
+    },
 }
 
 impl ProposalError {
@@ -56,12 +65,13 @@ impl ProposalError {
         match self {
             ProposalError::Tx { error, .. } => error.outcome(),
             ProposalError::GasOverBlock { .. } => "block_gas",
+            ProposalError::BlockOversized { .. } => "block_size",
         }
     }
 }
 
 /// Every label [`ProposalError::reason`] can answer (for zeroed metrics).
-pub const PROPOSAL_REFUSAL_REASONS: [&str; 11] = [
+pub const PROPOSAL_REFUSAL_REASONS: [&str; 12] = [
     "oversized",
     "invalid",
     "type_not_supported",
@@ -73,14 +83,15 @@ pub const PROPOSAL_REFUSAL_REASONS: [&str; 11] = [
     "underpriced",
     "invalid_sender",
     "block_gas",
+    "block_size",
 ];
 
 /// Checks a proposal's transactions in block order: each decodes exactly
 /// (no trailing bytes, no blob or unknown type) and keeps every stateless
 /// admission rule under `rules` (size, type, EIP-155 chain id, gas limit
 /// and intrinsic gas with its floor, init code size, tip and fee cap),
-/// their declared gas limits sum to at most the block gas limit, and every
-/// sender recovers.
+/// their declared gas limits sum to at most the block gas limit, the block
+/// is within EIP-7934's RLP size cap (Osaka on), and every sender recovers.
 ///
 /// Cheap checks run first over the whole block, so junk costs no
 /// recovery; the senders (~40 us each) are then recovered over up to
@@ -90,6 +101,14 @@ pub fn check_proposal_txs(
     rules: &AdmissionRules,
     workers: usize,
 ) -> Result<(), ProposalError> {
+    if rules.spec.has_osaka_caps() {
+        // The producer packs within the same count (`select`), so an
+        // honest proposal is never refused here.
+        let size = block_rlp_size(raws.iter().map(|raw| raw.as_ref()));
+        if size > MAX_RLP_BLOCK_SIZE {
+            return Err(ProposalError::BlockOversized { size, limit: MAX_RLP_BLOCK_SIZE });
+        }
+    }
     let mut decoded: Vec<TxEnvelope> = Vec::with_capacity(raws.len());
     let mut declared = 0u64;
     for (index, raw) in raws.iter().enumerate() {

@@ -12,7 +12,7 @@ const GWEI: u64 = 1_000_000_000;
 const GAS: u64 = 30_000_000;
 
 fn rules() -> AdmissionRules {
-    AdmissionRules::for_proposals(CHAIN, crate::Spec::Prague, GAS, GWEI, 128 * 1024)
+    AdmissionRules::for_proposals(CHAIN, crate::Spec::Osaka, GAS, GWEI, 128 * 1024)
 }
 
 fn signer(i: u64) -> Signer {
@@ -46,6 +46,7 @@ fn refused_at(raws: &[Bytes]) -> (usize, &'static str) {
     match check(raws).unwrap_err() {
         e @ ProposalError::Tx { index, .. } => (index, e.reason()),
         e @ ProposalError::GasOverBlock { index, .. } => (index, e.reason()),
+        e @ ProposalError::BlockOversized { .. } => (usize::MAX, e.reason()),
     }
 }
 
@@ -118,6 +119,36 @@ fn declared_gas_over_the_block_limit_is_refused() {
     // Exactly the limit is fine.
     let exact = [10_000_000, 10_000_000, 10_000_000].map(|g| raw(TxEip1559 { gas_limit: g, ..tx(0) }));
     check(&exact).unwrap();
+}
+
+#[test]
+fn gas_over_the_eip7825_cap_is_refused_on_osaka_only() {
+    let over = |spec| {
+        let rules = AdmissionRules::for_proposals(CHAIN, spec, 100_000_000, GWEI, 128 * 1024);
+        check_proposal_txs(&[raw(TxEip1559 { gas_limit: (1 << 24) + 1, ..tx(0) })], &rules, 1)
+    };
+    let refused = over(crate::Spec::Osaka).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "transaction 0: transaction gas limit too high (cap: 16777216, tx: 16777217)"
+    );
+    assert_eq!(refused.reason(), "gas_limit");
+    over(crate::Spec::Prague).unwrap();
+}
+
+#[test]
+fn a_block_past_the_eip7934_size_cap_is_refused_on_osaka_only() {
+    // 70 transactions of 120 KiB of calldata each: 8.4 MB, past the cap,
+    // each within the size and gas limits.
+    let big = |n| raw(TxEip1559 { input: vec![1u8; 120 * 1024].into(), gas_limit: 5_000_000, ..tx(n) });
+    let raws: Vec<Bytes> = (0..70).map(big).collect();
+    let rules = |spec| AdmissionRules::for_proposals(CHAIN, spec, u64::MAX, GWEI, 128 * 1024);
+    let refused = check_proposal_txs(&raws, &rules(crate::Spec::Osaka), 2).unwrap_err();
+    assert!(matches!(refused, ProposalError::BlockOversized { limit: 8_388_608, .. }), "{refused}");
+    assert_eq!(refused.reason(), "block_size");
+    check_proposal_txs(&raws, &rules(crate::Spec::Prague), 2).unwrap();
+    // Within the cap: the first 60 (7.4 MB).
+    check_proposal_txs(&raws[..60], &rules(crate::Spec::Osaka), 2).unwrap();
 }
 
 /// One full block as the brief sizes it: 5,000 signed transfers (block gas

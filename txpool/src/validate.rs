@@ -9,7 +9,7 @@ use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_primitives::{Bytes, U256};
 use revm::{
     context_interface::cfg::gas::calculate_initial_tx_gas,
-    primitives::{eip3860::MAX_INITCODE_SIZE, hardfork::SpecId},
+    primitives::{eip3860::MAX_INITCODE_SIZE, eip7825::TX_GAS_LIMIT_CAP, hardfork::SpecId},
 };
 use sluice_messages::RecoveredTx;
 
@@ -29,6 +29,7 @@ pub fn spec_id(spec: Spec) -> SpecId {
     match spec {
         Spec::Cancun => SpecId::CANCUN,
         Spec::Prague => SpecId::PRAGUE,
+        Spec::Osaka => SpecId::OSAKA,
     }
 }
 
@@ -44,14 +45,16 @@ pub struct AdmissionRules {
     /// Minimum fee cap (legacy: gas price) in wei: the base fee, fixed in
     /// sluice, so every admitted transaction stays includable.
     pub min_fee_per_gas: u128,
-    /// Whether EIP-7702 (type 4) transactions are admitted (Prague only).
+    /// Whether EIP-7702 (type 4) transactions are admitted (Prague or
+    /// later only).
     pub allow_eip7702: bool,
     /// The EVM spec the executor runs.
     pub spec: Spec,
 }
 
 impl AdmissionRules {
-    /// Rules with the default size limit, Prague, and EIP-7702 disabled.
+    /// Rules with the default size limit, the default spec (Osaka), and
+    /// EIP-7702 disabled.
     pub fn new(chain_id: u64, block_gas_limit: u64, min_fee_per_gas: u128) -> Self {
         AdmissionRules {
             chain_id,
@@ -59,7 +62,7 @@ impl AdmissionRules {
             block_gas_limit,
             min_fee_per_gas,
             allow_eip7702: false,
-            spec: Spec::Prague,
+            spec: Spec::default(),
         }
     }
 
@@ -80,7 +83,7 @@ impl AdmissionRules {
             max_tx_size_bytes,
             block_gas_limit,
             min_fee_per_gas: u128::from(base_fee),
-            allow_eip7702: spec == Spec::Prague,
+            allow_eip7702: spec.has_eip7702(),
             spec,
         }
     }
@@ -114,7 +117,7 @@ pub fn check_decoded(tx: &TxEnvelope, rules: &AdmissionRules) -> Result<(), TxEr
 
 fn check_type(tx: &TxEnvelope, rules: &AdmissionRules) -> Result<(), TxError> {
     if let TxEnvelope::Eip7702(signed) = tx {
-        if !rules.allow_eip7702 || rules.spec != Spec::Prague {
+        if !rules.allow_eip7702 || !rules.spec.has_eip7702() {
             return Err(TxError::TypeNotSupported);
         }
         if signed.tx().authorization_list.is_empty() {
@@ -141,6 +144,11 @@ fn check_gas(tx: &TxEnvelope, rules: &AdmissionRules) -> Result<(), TxError> {
     let gas = tx.gas_limit();
     if gas > rules.block_gas_limit {
         return Err(TxError::GasLimit);
+    }
+    // EIP-7825, after the block limit as in geth's ValidateTransaction;
+    // revm's constant, the cap execution applies on Osaka.
+    if rules.spec.has_osaka_caps() && gas > TX_GAS_LIMIT_CAP {
+        return Err(TxError::GasLimitTooHigh { cap: TX_GAS_LIMIT_CAP, gas });
     }
     // EIP-3860, enforced by revm from Shanghai on.
     if tx.is_create() && tx.input().len() > MAX_INITCODE_SIZE {
@@ -192,7 +200,7 @@ pub fn intrinsic_gas(tx: &TxEnvelope, spec: Spec) -> IntrinsicGas {
     });
     let auths = tx.authorization_list().map_or(0, |list| list.len() as u64);
     let spec_id = spec_id(spec);
-    // EIP-2780 (Amsterdam) is off for Cancun and Prague: revm passes None.
+    // EIP-2780 (Amsterdam) is off up to Osaka: revm passes None.
     let gas = calculate_initial_tx_gas(spec_id, tx.input(), tx.is_create(), accounts, storages, auths, None);
     // revm checks the floor only from Prague on (validate_initial_tx_gas).
     let floor = if spec_id.is_enabled_in(SpecId::PRAGUE) { gas.floor_gas() } else { 0 };

@@ -120,6 +120,22 @@ fn gas_above_block_limit_is_refused() {
 }
 
 #[test]
+fn gas_above_the_eip7825_cap_is_refused_from_osaka_on() {
+    // A block limit above the cap, so only the cap can refuse.
+    let osaka = AdmissionRules { block_gas_limit: 100_000_000, ..rules() };
+    assert_eq!(osaka.spec, Spec::Osaka);
+    let over = TxEip1559 { gas_limit: (1 << 24) + 1, ..eip1559() };
+    let refused = admit_stateless(signer().sign_raw(over.clone().into()), &osaka).unwrap_err();
+    assert_eq!(refused.to_string(), "transaction gas limit too high (cap: 16777216, tx: 16777217)");
+    assert_eq!((refused.rpc_code(), refused.outcome()), (-32000, "gas_limit"));
+    assert!(admit_stateless(signer().sign_raw(TxEip1559 { gas_limit: 1 << 24, ..eip1559() }.into()), &osaka)
+        .is_ok());
+    // Prague has no cap.
+    let prague = AdmissionRules { spec: Spec::Prague, ..osaka };
+    assert!(admit_stateless(signer().sign_raw(over.into()), &prague).is_ok());
+}
+
+#[test]
 fn gas_below_intrinsic_is_refused() {
     assert_eq!(
         err(TxEip1559 { gas_limit: 20_999, ..eip1559() }),
@@ -273,8 +289,8 @@ fn intrinsic_gas_matches_revms_validation() {
         TxEip1559 { to: TxKind::Create, input: calldata.into(), ..eip1559() }.into(),
         eip7702(3).into(),
     ];
-    for spec in [Spec::Cancun, Spec::Prague] {
-        let rules = AdmissionRules { spec, allow_eip7702: spec == Spec::Prague, ..rules() };
+    for spec in Spec::ALL {
+        let rules = AdmissionRules { spec, allow_eip7702: spec.has_eip7702(), ..rules() };
         for tx in &cases {
             let is_7702 = matches!(tx, TypedTransaction::Eip7702(_));
             if is_7702 && spec == Spec::Cancun {

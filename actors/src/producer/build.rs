@@ -27,7 +27,12 @@ pub(super) async fn take_block(
     s: &ProducerSettings,
     exclude: &Arc<B256Set>,
 ) -> Vec<RecoveredTx> {
-    let budget = BlockBudget { max_txs: s.max_block_txs, gas: s.block_gas_limit, bytes: s.max_block_bytes };
+    let budget = BlockBudget {
+        max_txs: s.max_block_txs,
+        gas: s.block_gas_limit,
+        bytes: s.max_block_bytes,
+        rlp_bytes: s.max_block_rlp_bytes,
+    };
     // Asked all at once: each shard answers on its own thread.
     let mut asked = Vec::with_capacity(shards.len());
     for shard in shards {

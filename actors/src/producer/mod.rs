@@ -69,6 +69,10 @@ pub struct ProducerSettings {
     pub block_gas_limit: u64,
     /// Most raw bytes per block.
     pub max_block_bytes: usize,
+    /// EIP-7934's cap on a block's RLP size on Osaka
+    /// ([`MAX_RLP_BLOCK_SIZE`](sluice_messages::block_size::MAX_RLP_BLOCK_SIZE)),
+    /// `usize::MAX` before: validators refuse a proposal past it.
+    pub max_block_rlp_bytes: usize,
     /// A block, empty if need be, when none was sealed for this long;
     /// `None`: the chain moves only with transactions. Timer mode only.
     pub idle_block_interval: Option<Duration>,

@@ -239,7 +239,7 @@ impl SimBackend {
             store: Arc::new(Store::new(genesis).with_divergence_at(diverge_at.unwrap_or(0))),
             heads: Arc::new(heads),
             recorder,
-            exec: ExecConfig { chain_id: CHAIN_ID, spec: sluice_messages::Spec::Prague },
+            exec: ExecConfig { chain_id: CHAIN_ID, spec: sluice_messages::Spec::Osaka },
         }
     }
 
@@ -525,7 +525,7 @@ impl Sim {
             partition: format!("v{i}"),
             gossip: GOSSIP,
             chain_id: CHAIN_ID,
-            spec: sluice_messages::Spec::Prague,
+            spec: sluice_messages::Spec::Osaka,
             verify_workers: 1,
         };
         let (manager, blocker) = (self.oracle.manager(), control.clone());

@@ -38,7 +38,7 @@ fn verdict(txs: Vec<Bytes>) -> Result<(), Refusal> {
             genesis_app_hash,
             tx_rules: sluice_txpool::AdmissionRules::for_proposals(
                 CHAIN_ID,
-                sluice_messages::Spec::Prague,
+                sluice_messages::Spec::Osaka,
                 r.block_gas_limit,
                 r.base_fee_wei,
                 r.max_tx_size_bytes,

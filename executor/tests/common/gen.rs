@@ -299,9 +299,12 @@ impl Gen {
             // above the cap; another chain; more gas than the block.
             10 => TxEip1559 { max_fee_per_gas: u128::from(BASE_FEE) - 1, ..base },
             11 => TxEip1559 { max_priority_fee_per_gas: 20_000_000_000, ..base },
-            _ => match self.rng.below(3) {
+            _ => match self.rng.below(4) {
                 0 => TxEip1559 { chain_id: CHAIN_ID + 1, ..base },
                 1 => TxEip1559 { gas_limit: GAS_LIMIT + 1, ..base },
+                // Within the block, past Osaka's per-transaction cap
+                // (EIP-7825): refused at execution.
+                2 => TxEip1559 { gas_limit: (1 << 24) + 1, ..base },
                 // A creation whose init code runs out of gas.
                 _ => TxEip1559 {
                     to: TxKind::Create,

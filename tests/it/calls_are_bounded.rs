@@ -62,8 +62,10 @@ fn a_trace_cannot_ask_for_unbounded_gas_or_memory() {
     // A traced call gets the cap too: callTracer reports the gas it had.
     let t = node.ok("debug_traceCall", json!([{"gas": "0xffffffffffffffff", "input": SPIN}, "latest", {"tracer": "callTracer", "timeout": "30s"}]));
     assert_eq!(t["gas"], json!("0x2faf080"), "rpc.gas_cap (50M) applies to debug_traceCall: {t}");
+    // An estimate stops below both rpc.gas_cap and, on Osaka, EIP-7825's
+    // per-transaction cap (2^24), as geth's gasestimator.
     let e = node.call("eth_estimateGas", json!([{"input": SPIN}, "latest"])).unwrap_err();
-    assert_eq!(message(&e), "gas required exceeds allowance (50000000)", "{e}");
+    assert_eq!(message(&e), "gas required exceeds allowance (16777216)", "{e}");
     let grown = rss_mib(&node).saturating_sub(before);
     assert!(grown < 200, "RSS grew by {grown} MiB");
     assert!(node.call("eth_blockNumber", json!([])).is_ok());

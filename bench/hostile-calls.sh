@@ -9,8 +9,9 @@
 #   2. transfers: `sluice load` at RATE tx/s (above saturation: what the
 #      node includes is its throughput) for DURATION_S, alone and with
 #      HEAVY_PER_S heavy eth_calls a second beside it (blake2f, 1M rounds,
-#      about 10 ms each; past the pool they are refused with -32005, which
-#      is the point). Every admitted transfer must be included (asserted).
+#      about 10 ms each, sent over 32 kept-alive connections; past the pool
+#      they are refused with -32005, which is the point). Every admitted
+#      transfer must be included (asserted).
 # Usage: bash bench/hostile-calls.sh        (results in bench/results/hostile)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -61,8 +62,14 @@ def heavy(stop, answered):
     c = conn()
     while not stop.is_set():
         r = call(c, "eth_call", [{"to": "0x" + "00" * 19 + "09", "data": BLAKE, "gas": "0x2faf080"}, "latest"])
-        assert "result" in r, r
-        answered.append(1)
+        # With the pool full, a call queued behind 16 others of ~0.5 s
+        # passes its 5 s deadline: geth's timeout answer, then the next.
+        # A slot a timed-out call held may not be free yet: -32005.
+        e = r.get("error", {})
+        expected = e.get("code") == -32005 or e.get("message", "").startswith("execution aborted (timeout")
+        assert "result" in r or expected, r
+        if "result" in r:
+            answered.append(1)
 def reader(stop, lat):
     c = conn()
     while not stop.is_set():
@@ -100,25 +107,41 @@ for mode in alone heavy; do
     HEAVY_PID=""
     if [ "$mode" = heavy ]; then
         python3 - "$URL" "$HEAVY_PER_S" "$OUT/heavy-calls.json" <<'EOF' &
-import json, sys, threading, time, http.client, urllib.parse
+import json, queue, sys, threading, time, http.client, urllib.parse
 url, per_s, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 u = urllib.parse.urlparse(url)
 BLAKE = "0x%08x" % 1_000_000 + "00" * 208 + "01"
-counts = {"ok": 0, "refused": 0, "other": 0}
+counts = {"ok": 0, "refused": 0, "timed_out": 0, "other": 0}
 lock = threading.Lock()
-def one():
+# A token per call, paced at per_s; a fixed set of threads with a kept-alive
+# connection each sends them (a thread and a connection per call cost the
+# two shared cores more than the node's own handling did). 32 are enough:
+# past the call pool's 17 a call is refused at once.
+tokens = queue.Queue()
+BODY = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [
+    {"to": "0x" + "00" * 19 + "09", "data": BLAKE, "gas": "0x2faf080"}, "latest"]})
+def sender():
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-    c.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [
-        {"to": "0x" + "00" * 19 + "09", "data": BLAKE, "gas": "0x2faf080"}, "latest"]}),
-        {"Content-Type": "application/json"})
-    r = json.loads(c.getresponse().read())
-    k = "ok" if "result" in r else ("refused" if r.get("error", {}).get("code") == -32005 else "other")
-    with lock:
-        counts[k] += 1
-        json.dump(counts, open(out, "w"))
+    while True:
+        tokens.get()
+        c.request("POST", "/", BODY, {"Content-Type": "application/json"})
+        r = json.loads(c.getresponse().read())
+        e = r.get("error", {})
+        k = "ok" if "result" in r else "refused" if e.get("code") == -32005 else \
+            "timed_out" if e.get("message", "").startswith("execution aborted (timeout") else "other"
+        with lock:
+            counts[k] += 1
+def report():
+    while True:
+        time.sleep(0.5)
+        with lock:
+            json.dump(counts, open(out, "w"))
+for _ in range(32):
+    threading.Thread(target=sender, daemon=True).start()
+threading.Thread(target=report, daemon=True).start()
 t = time.perf_counter()
 while True:
-    threading.Thread(target=one, daemon=True).start()
+    tokens.put(1)
     t += 1.0 / per_s
     time.sleep(max(0.0, t - time.perf_counter()))
 EOF

@@ -150,6 +150,7 @@ impl Default for Config {
                 call_workers: None,
                 call_queue_calls: 16,
                 call_workers_nice: 10,
+                call_workers_sched_idle: false,
                 batch_timeout_ms: 25_000,
                 apis: "eth,net,web3,txpool,debug".into(),
                 allow_unsafe_public_bind: false,

@@ -175,6 +175,10 @@ pub struct RpcConfig {
     /// are busy the chain's threads run first, and calls take what is
     /// left; on an idle machine calls run at full speed.
     pub call_workers_nice: i32,
+    /// Run the call workers in Linux's `SCHED_IDLE` class instead (their
+    /// niceness then does not matter): they get only CPU the chain leaves,
+    /// and a waking chain thread preempts them at once.
+    pub call_workers_sched_idle: bool,
     /// Wall time for one HTTP request or WebSocket message, a batch's calls
     /// together; a call it has no time left for answers -32002 `request
     /// timed out`.

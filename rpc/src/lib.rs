@@ -93,7 +93,11 @@ impl RpcState {
             calls: Arc::new(pool::CallPool::new(
                 limits.call_workers(),
                 limits.call_queue_calls,
-                limits.call_workers_nice,
+                if limits.call_workers_sched_idle {
+                    pool::Priority::Idle
+                } else {
+                    pool::Priority::Nice(limits.call_workers_nice)
+                },
             )),
             store,
             pipeline,

@@ -28,6 +28,20 @@ pub const GRACE: Duration = Duration::from_millis(200);
 /// One queued call: runs on a worker, answers through its own channel.
 type Job = Box<dyn FnOnce() + Send>;
 
+/// How the call workers are scheduled beside the chain's threads (Linux;
+/// elsewhere they run at the default priority).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// At this niceness (0-19): CFS weights give calls a share of a
+    /// contended core (at 10, about a tenth).
+    Nice(i32),
+    /// `SCHED_IDLE`: calls run only on CPU the chain leaves, and a waking
+    /// chain thread preempts them at once (a niced thread may keep the core
+    /// until its slice ends, delaying the pipeline's hand-offs). On a busy
+    /// chain calls may wait until their deadline.
+    Idle,
+}
+
 /// The threads and their bounded queue.
 pub struct CallPool {
     jobs: flume::Sender<(Deadline, Job)>,
@@ -36,18 +50,18 @@ pub struct CallPool {
 }
 
 impl CallPool {
-    /// Starts `workers` threads (named `rpc-call-N`, at scheduling niceness
-    /// `nice`) taking calls from a queue of `queue`. They stop when the pool
+    /// Starts `workers` threads (named `rpc-call-N`, scheduled at
+    /// `priority`) taking calls from a queue of `queue`. They stop when the pool
     /// is dropped and its queue drained. A thread the OS refuses is logged
     /// and left out: calls then wait for the others (or, with none, answer
     /// at their deadline).
-    pub fn new(workers: usize, queue: usize, nice: i32) -> CallPool {
+    pub fn new(workers: usize, queue: usize, priority: Priority) -> CallPool {
         let (jobs, rx) = flume::bounded::<(Deadline, Job)>(queue);
         let mut started = 0;
         for i in 0..workers {
             let rx = rx.clone();
             let spawned = thread::Builder::new().name(format!("rpc-call-{i}")).spawn(move || {
-                lower_priority(nice);
+                lower_priority(priority);
                 for (deadline, job) in rx.iter() {
                     metrics::gauge!(m::RPC_CALLS_QUEUED).decrement(1.0);
                     // Its caller was answered already: nothing to run for.
@@ -111,28 +125,34 @@ impl CallPool {
     }
 }
 
-/// Lowers this thread's CPU priority to niceness `nice` (Linux schedules
-/// threads by their own niceness): when the cores are busy, the chain's
-/// threads (at 0) get the CPU before callers' calls, which still run at
-/// full speed on an idle machine. At 10, the CFS weights are 1,024 to 110:
-/// calls get about a tenth of a contended core. Failing (a platform
-/// without per-thread priorities) is logged and harmless.
-fn lower_priority(nice: i32) {
-    if nice == 0 {
-        return;
-    }
+/// Lowers this thread's CPU priority (Linux schedules threads by their
+/// own policy and niceness): when the cores are busy, the chain's threads
+/// (at 0) get the CPU before callers' calls, which still run at full speed
+/// on an idle machine. Failing (a platform without per-thread priorities)
+/// is logged and harmless.
+fn lower_priority(priority: Priority) {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: gettid and setpriority take plain integers and touch no
-        // memory of ours; PRIO_PROCESS with a thread id sets that thread.
+        // SAFETY: gettid, setpriority and sched_setscheduler take plain
+        // integers and a pointer to a param that outlives the call;
+        // PRIO_PROCESS / a pid of a thread id set that thread only.
         let done = unsafe {
             let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
+            match priority {
+                Priority::Nice(0) => 0,
+                Priority::Nice(nice) => libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice),
+                Priority::Idle => {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param)
+                }
+            }
         };
         if done != 0 {
-            tracing::warn!(nice, error = %std::io::Error::last_os_error(), "could not lower the call worker's priority");
+            tracing::warn!(?priority, error = %std::io::Error::last_os_error(), "could not lower the call worker's priority");
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = priority;
 }
 
 #[cfg(test)]
@@ -164,7 +184,7 @@ mod tests {
 
     #[test]
     fn past_the_workers_and_the_queue_a_call_is_refused_at_once() {
-        let pool = Arc::new(CallPool::new(1, 1, 0));
+        let pool = Arc::new(CallPool::new(1, 1, Priority::Nice(0)));
         let release = Arc::new(AtomicBool::new(false));
         let long = Deadline::after(Duration::from_secs(60));
         block_on(async {
@@ -194,7 +214,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn calls_run_at_the_configured_niceness() {
-        let pool = CallPool::new(1, 1, 7);
+        let pool = CallPool::new(1, 1, Priority::Nice(7));
         let deadline = Deadline::after(Duration::from_secs(10));
         // SAFETY: plain integers, as in `lower_priority`.
         let nice = block_on(pool.run(&deadline, String::new(), || {
@@ -204,9 +224,21 @@ mod tests {
         assert_eq!(nice, 7);
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn calls_run_in_the_idle_class_when_asked() {
+        let pool = CallPool::new(1, 1, Priority::Idle);
+        let deadline = Deadline::after(Duration::from_secs(10));
+        // SAFETY: a plain integer; 0 is this thread.
+        let policy =
+            block_on(pool.run(&deadline, String::new(), || Ok(unsafe { libc::sched_getscheduler(0) })))
+                .unwrap();
+        assert_eq!(policy, libc::SCHED_IDLE);
+    }
+
     #[test]
     fn a_call_past_its_deadline_is_answered_and_cancelled() {
-        let pool = CallPool::new(1, 1, 0);
+        let pool = CallPool::new(1, 1, Priority::Nice(0));
         let deadline = Deadline::after(Duration::from_millis(100));
         let release = Arc::new(AtomicBool::new(false));
         let held = Arc::clone(&release);

@@ -37,6 +37,6 @@ pub fn offline_state() -> Arc<RpcState> {
     };
     let mut limits = sluice_config::Config::default().rpc;
     limits.max_batch_len = 50;
-    let exec = sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::Prague };
+    let exec = sluice_executor::ExecConfig { chain_id: CHAIN_ID, spec: sluice_executor::Spec::default() };
     sluice_rpc::offline::offline_state(Arc::new(Store::new(&genesis)), rules(), exec, limits)
 }

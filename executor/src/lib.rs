@@ -60,6 +60,8 @@
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
 //! - [`access_list`]: `eth_createAccessList` (revm-inspectors).
 //! - [`overrides`]: geth's state and block overrides for calls and traces.
+//! - [`precompiles`]: each spec's precompiles with EIP-7910's names
+//!   (`eth_config`).
 //! - [`deadline`]: a caller's EVM run bounded in time (cancellable) and
 //!   memory.
 //! - [`db`]: revm's read interface over a [`StateReader`].
@@ -82,6 +84,7 @@ pub mod keccak;
 pub mod occ;
 mod overlay;
 pub mod overrides;
+pub mod precompiles;
 mod prefetch;
 pub mod sequential;
 pub mod stats;

@@ -19,6 +19,7 @@ use super::{
 /// from a client must not create a new time series).
 const METHODS: &[&str] = &[
     "eth_chainId",
+    "eth_config",
     "net_version",
     "net_listening",
     "net_peerCount",
@@ -95,6 +96,9 @@ pub async fn dispatch(
     let s = state.as_ref();
     match method {
         "eth_chainId" => Ok(hex_u64(s.rules.chain_id)),
+        // Built per request (a few dozen entries) from values fixed at
+        // startup: no store read.
+        "eth_config" => Ok(super::eth_config::answer(s.exec.spec, s.rules.chain_id, &s.store.genesis_hash())),
         "net_version" => Ok(Value::String(s.rules.chain_id.to_string())),
         "net_listening" => Ok(Value::Bool(true)),
         "net_peerCount" => Ok(hex_u64(0)),

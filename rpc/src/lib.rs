@@ -1,6 +1,6 @@
 //! sluice's JSON-RPC 2.0 server over HTTP ([`server`]): framing and limits
 //! ([`framing`]),
-//! methods ([`eth`]; those that run the EVM in [`calls`] and [`trace`], on
+//! methods ([`eth`]; `eth_config` in [`eth_config`]; those that run the EVM in [`calls`] and [`trace`], on
 //! the [`pool`]), parameters ([`params`]), JSON shapes ([`format`]),
 //! raw forms, `eth_getAccount` and the `txpool_` views ([`raw`]),
 //! errors ([`error`]), log queries (`logs`) and polling filters
@@ -14,6 +14,7 @@
 pub mod calls;
 pub mod error;
 pub mod eth;
+pub mod eth_config;
 pub mod filters;
 pub mod format;
 pub mod framing;

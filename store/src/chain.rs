@@ -113,6 +113,9 @@ pub struct Store {
     cache: Option<StateCache>,
     cache_blocks: usize,
     genesis_fingerprint: B256,
+    /// Block 0's hash, kept from the open: `eth_config`'s fork id is
+    /// derived from it, and block 0 itself may be pruned from the history.
+    genesis_hash: B256,
     /// The database was repaired when it was opened ([`Db::repaired`]).
     repaired: bool,
     /// Commit of this height fails (fault injection; 0 = never).
@@ -215,8 +218,10 @@ pub fn genesis_sealed(genesis: &Genesis) -> (Arc<SealedBlock>, B256) {
     (block.block, block.app_hash)
 }
 
-fn genesis_block(genesis: &Genesis) -> (StoredBlock, ChangeSet) {
-    let header = BlockHeader {
+/// Block 0's header: it covers the genesis parameters but not the
+/// allocation (that is the app hash's job), so it is cheap to build.
+fn genesis_header(genesis: &Genesis) -> BlockHeader {
+    BlockHeader {
         number: 0,
         parent_hash: B256::ZERO,
         timestamp: genesis.timestamp,
@@ -225,7 +230,11 @@ fn genesis_block(genesis: &Genesis) -> (StoredBlock, ChangeSet) {
         base_fee: genesis.base_fee,
         tx_root: sluice_messages::keccak256(&[]),
         state_ref: None,
-    };
+    }
+}
+
+fn genesis_block(genesis: &Genesis) -> (StoredBlock, ChangeSet) {
+    let header = genesis_header(genesis);
     let hash = header.hash();
     let changes = genesis_changes(genesis);
     let app = fold_synthetic(app_hash(&B256::ZERO, 0, &hash, 0, &changes), &genesis.synthetic);
@@ -255,6 +264,7 @@ impl Store {
             state.insert_genesis(address, &acct);
         }
         let (block, _) = genesis_block(genesis);
+        let genesis_hash = block.block.hash;
         let mut inner = Inner {
             state,
             head: 0,
@@ -271,6 +281,7 @@ impl Store {
             cache: None,
             cache_blocks: usize::MAX,
             genesis_fingerprint: genesis.fingerprint(),
+            genesis_hash,
             repaired: false,
             fail_commit_at: 0,
             fail_read_at: 0,
@@ -340,6 +351,9 @@ impl Store {
             cache: Some(StateCache::new(opts.state_cache)),
             cache_blocks: usize::MAX,
             genesis_fingerprint: id.genesis,
+            // The data dir was opened under this genesis's fingerprint, so
+            // its block 0 has this hash, whether or not it is still kept.
+            genesis_hash: genesis_header(genesis).hash(),
             repaired: false,
             fail_commit_at: 0,
             fail_read_at: 0,
@@ -358,6 +372,12 @@ impl Store {
     /// Fingerprint of the genesis this store started from.
     pub fn genesis_fingerprint(&self) -> B256 {
         self.genesis_fingerprint
+    }
+
+    /// Block 0's hash (what `eth_getBlockByNumber(0)` reports), known
+    /// even once block 0 is pruned from the kept history.
+    pub fn genesis_hash(&self) -> B256 {
+        self.genesis_hash
     }
 
     /// Whether the data dir had not been closed cleanly (a crash, a kill):

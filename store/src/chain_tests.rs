@@ -113,6 +113,25 @@ fn build(store: &Store, blocks: u64) -> Vec<B256> {
 }
 
 #[test]
+fn the_genesis_hash_is_block_zeros_in_memory_and_after_a_reopen() {
+    let memory = Store::new(&genesis(1));
+    assert_eq!(memory.genesis_hash(), memory.block(0).unwrap().block.hash);
+    assert_eq!(memory.genesis_hash(), genesis_sealed(&genesis(1)).0.hash);
+    let dir = temp_dir("genesis-hash");
+    let block0 = {
+        let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+        build(&store, 3);
+        store.block(0).unwrap().block.hash
+    };
+    // Reopened past its two cached blocks: the hash is not read back from
+    // block 0 but recomputed, and must agree with what was written.
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert_eq!(store.genesis_hash(), block0);
+    assert_eq!(store.genesis_hash(), memory.genesis_hash());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn two_stores_fed_the_same_blocks_agree_on_every_app_hash() {
     let (a, b) = (Store::new(&genesis(1)), Store::new(&genesis(1)));
     assert_eq!(a.head_block().app_hash, b.head_block().app_hash);

@@ -70,6 +70,7 @@ test("results validate against the execution-apis schemas, for every spec method
 
   const calls = [
     ["eth_chainId", []],
+    ["eth_config", []],
     ["net_version", []],
     ["eth_syncing", []],
     ["eth_coinbase", []],

@@ -21,6 +21,7 @@ mod contract_deploy_and_call;
 mod crash_kill9_loses_nothing;
 mod delegated_senders_get_one_in_flight;
 mod durable_restart_resumes;
+mod eth_config_names_the_rules;
 mod fault_config_and_debug_namespace;
 mod fault_each_actor_each_kind;
 mod fault_fuzz_fallback;

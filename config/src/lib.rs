@@ -152,7 +152,7 @@ impl Default for Config {
                 call_workers_nice: 10,
                 call_workers_sched_idle: false,
                 batch_timeout_ms: 25_000,
-                apis: "eth,net,web3,txpool,debug".into(),
+                apis: "eth,net,web3,txpool,debug,trace".into(),
                 allow_unsafe_public_bind: false,
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
@@ -456,12 +456,14 @@ impl Config {
                 self.chain.dev_accounts
             ));
         }
-        if self.rpc.serves("debug_") {
-            risks.push(
-                "rpc.apis serves debug: debug_trace* are the heaviest calls there are, and anyone could \
-                 run them; remove debug from rpc.apis"
-                    .to_string(),
-            );
+        let traces: Vec<&str> =
+            ["debug", "trace"].into_iter().filter(|api| self.rpc.serves(&format!("{api}_"))).collect();
+        if !traces.is_empty() {
+            let served = traces.join(" and ");
+            risks.push(format!(
+                "rpc.apis serves {served}: debug_trace* and trace_* are the heaviest calls there are, and \
+                 anyone could run them; remove {served} from rpc.apis"
+            ));
         }
         risks
     }

@@ -151,8 +151,9 @@ pub struct RpcConfig {
     /// The longest `timeout` a trace call may ask for; above it, this.
     pub trace_max_timeout_ms: u64,
     /// A trace whose output would exceed this many bytes (the struct
-    /// logger's steps, estimated while it runs) is stopped with an error
-    /// instead of being collected.
+    /// logger's steps, or a `trace_*` call's frames and `vmTrace` steps,
+    /// estimated while it runs) is stopped with an error instead of being
+    /// collected.
     pub trace_max_bytes: usize,
     /// Gas a call run for a caller (`eth_call`, `eth_estimateGas`,
     /// `eth_createAccessList`, `debug_traceCall`) may use, whatever it asks
@@ -183,7 +184,7 @@ pub struct RpcConfig {
     /// together; a call it has no time left for answers -32002 `request
     /// timed out`.
     pub batch_timeout_ms: u64,
-    /// Namespaces served (`eth`, `net`, `web3`, `txpool`, `debug`),
+    /// Namespaces served (`eth`, `net`, `web3`, `txpool`, `debug`, `trace`),
     /// comma-separated, as geth's `--http.api`; a method of another answers
     /// -32601.
     pub apis: String,

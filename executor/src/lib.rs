@@ -67,6 +67,7 @@
 //! - [`db`]: revm's read interface over a [`StateReader`].
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - [`trace`]: geth's `debug_trace*` tracers (revm-inspectors).
+//! - [`parity`]: parity-style `trace_*` traces (revm-inspectors).
 //! - [`trace_limits`]: a trace call's deadline and output bound.
 //! - `env` (private): translation of headers, config and transactions into
 //!   revm environments. `overlay` (private): the block's working state.
@@ -84,6 +85,7 @@ pub mod keccak;
 pub mod occ;
 mod overlay;
 pub mod overrides;
+pub mod parity;
 pub mod precompiles;
 mod prefetch;
 pub mod sequential;

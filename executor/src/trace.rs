@@ -122,7 +122,7 @@ fn per_step(opts: &GethDebugTracingOptions) -> Option<StepRecords> {
 
 /// Applies `txs` to `db` in order, as the sequential executor does, within
 /// `budget`'s deadline.
-fn replay(
+pub(crate) fn replay(
     db: &mut BlockState<'_>,
     cfg: &ExecConfig,
     header: &BlockHeader,
@@ -190,7 +190,7 @@ fn traced(
             Err(e) => return Err(ExecError::InvalidCall(e.to_string())),
         }
     };
-    let mut reader = RefDb(RefCell::new(db));
+    let mut reader = RefDb::new(db);
     let mut trace = inspector
         .get_result(ctx, &tx, &block, &res, &mut reader)
         .map_err(|e| ExecError::InvalidCall(format!("tracing failed: {e}")))?;
@@ -207,12 +207,20 @@ fn traced(
 }
 
 /// The error of a trace `budget` stopped.
-fn stopped(budget: &Budget) -> ExecError {
+pub(crate) fn stopped(budget: &Budget) -> ExecError {
     ExecError::TraceStopped(budget.stopped.map(|s| s.message()).unwrap_or_default())
 }
 
-/// The block's working state read through `&self`, for the prestate tracer.
-struct RefDb<'a, 'b>(RefCell<&'a mut BlockState<'b>>);
+/// The block's working state read through `&self`, for the prestate tracer
+/// and parity's state diff.
+pub(crate) struct RefDb<'a, 'b>(RefCell<&'a mut BlockState<'b>>);
+
+impl<'a, 'b> RefDb<'a, 'b> {
+    /// `db`, read through `&self`.
+    pub(crate) fn new(db: &'a mut BlockState<'b>) -> Self {
+        RefDb(RefCell::new(db))
+    }
+}
 
 impl DatabaseRef for RefDb<'_, '_> {
     type Error = DbError;

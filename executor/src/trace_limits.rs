@@ -1,7 +1,11 @@
-//! Bounds on one `debug_trace*` call: a deadline and an output size, both
-//! enforced while the EVM runs (an inspector beside the tracer), so that a
-//! trace of an unbounded loop costs at most the deadline and the memory
-//! the limit allows, never the node's.
+//! Bounds on one `debug_trace*` or `trace_*` call: a deadline and an
+//! output size, both enforced while the EVM runs (an inspector beside the
+//! tracer), so that a trace of an unbounded loop costs at most the deadline
+//! and the memory the limit allows, never the node's.
+//!
+//! Parity traces (`trace_*`) are counted per frame (its fixed fields, its
+//! input and its output) and, with `vmTrace`, per step (its fixed fields,
+//! the words it pushes, the memory it writes) and per frame's code.
 //!
 //! The size counts what the struct logger keeps and later writes out, as
 //! it records it: per step its fixed fields, the stack, the memory, the
@@ -20,7 +24,7 @@ use alloy_rpc_types_trace::geth::GethDefaultTracingOptions;
 use revm::{
     bytecode::opcode,
     interpreter::{
-        interpreter_types::{Jumps, ReturnData},
+        interpreter_types::{Jumps, LegacyBytecode, ReturnData},
         CallInputs, CallOutcome, CreateInputs, CreateOutcome, InstructionResult, Interpreter,
     },
     Inspector,
@@ -56,8 +60,14 @@ pub fn trace_timeout(option: Option<&str>, default: Duration, max: Duration) -> 
 pub(crate) enum Stopped {
     /// Past the deadline.
     Timeout,
-    /// The output would pass `max_bytes`.
-    TooLarge(usize),
+    /// The output would pass `max_bytes` (the limit); `parity` for a
+    /// `trace_*` call, whose advice differs.
+    TooLarge {
+        /// `rpc.trace_max_bytes`.
+        max: usize,
+        /// Whether the trace is a parity one.
+        parity: bool,
+    },
 }
 
 impl Stopped {
@@ -65,8 +75,11 @@ impl Stopped {
     pub(crate) fn message(self) -> String {
         match self {
             Stopped::Timeout => "execution timeout".into(),
-            Stopped::TooLarge(max) => {
+            Stopped::TooLarge { max, parity: false } => {
                 format!("trace output exceeds rpc.trace_max_bytes ({max} bytes); disable stack, memory, storage or return data, or trace with callTracer")
+            }
+            Stopped::TooLarge { max, parity: true } => {
+                format!("trace output exceeds rpc.trace_max_bytes ({max} bytes); leave out vmTrace, or trace one transaction at a time")
             }
         }
     }
@@ -82,6 +95,15 @@ const WORD_BYTES: usize = 70;
 
 /// Bytes of one storage entry (`"0x..64..": "0x..64.."`, with its comma).
 const SLOT_BYTES: usize = 2 * WORD_BYTES;
+
+/// Bytes of one parity trace frame beyond its input and output (action,
+/// result, addresses, gas, `traceAddress`, the localized fields and their
+/// JSON): an over-estimate.
+const FRAME_BYTES: usize = 640;
+
+/// Bytes of one `vmTrace` step beyond the words it pushes and the memory it
+/// writes (`pc`, `cost`, `ex.used`, `ex.store`, `sub` and their JSON).
+const VM_STEP_BYTES: usize = 200;
 
 /// What each step of the struct logger records (from its options).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -114,9 +136,12 @@ pub(crate) struct Budget {
     deadline: Deadline,
     max_bytes: usize,
     /// Per step, what the output grows by: `Some` for the struct logger;
-    /// `None` for the other tracers, whose output is per call and bounded
-    /// by the response limit.
+    /// `None` for the other geth tracers, whose output is per call and
+    /// bounded by the response limit.
     per_step: Option<StepRecords>,
+    /// For parity traces: counted per frame, and per step when the
+    /// `bool` (`vmTrace`) is set.
+    parity: Option<bool>,
     bytes: usize,
     steps: u64,
     /// Distinct slots each contract touched so far: the size of the
@@ -133,11 +158,59 @@ impl Budget {
             deadline: limits.deadline.clone(),
             max_bytes: limits.max_bytes,
             per_step,
+            parity: None,
             bytes: 0,
             steps: 0,
             slots: HashMap::new(),
             stopped: None,
         }
+    }
+
+    /// A budget from `limits` for parity traces, counting `vmTrace`'s
+    /// steps when `vm_trace`.
+    pub(crate) fn parity(limits: &TraceLimits, vm_trace: bool) -> Budget {
+        Budget { parity: Some(vm_trace), ..Budget::new(limits, None) }
+    }
+
+    /// `rpc.trace_max_bytes`.
+    pub(crate) fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// Adds `bytes` to the output; past `max_bytes` the trace stops.
+    pub(crate) fn add(&mut self, bytes: usize) {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > self.max_bytes && self.stopped.is_none() {
+            self.stopped = Some(Stopped::TooLarge { max: self.max_bytes, parity: self.parity.is_some() });
+        }
+    }
+
+    /// Counts a parity trace's frame: its fixed fields and its `input`
+    /// bytes (hex).
+    fn frame(&mut self, input: usize) {
+        if self.parity.is_some() {
+            self.add(FRAME_BYTES.saturating_add(input.saturating_mul(2)));
+        }
+    }
+
+    /// Counts a parity frame's output bytes (hex).
+    fn frame_output(&mut self, output: usize) {
+        if self.parity.is_some() {
+            self.add(output.saturating_mul(2));
+        }
+    }
+
+    /// Counts what `vmTrace` records at this step: its fixed fields, the
+    /// words it may push, the memory it writes.
+    fn vm_step(&mut self, interp: &Interpreter) {
+        let op = interp.bytecode.opcode();
+        let words = match op {
+            // DUPn and SWAPn show the n + 1 words they touch.
+            opcode::DUP1..=opcode::SWAP16 => (op & 0x0f) as usize + 2,
+            _ => 1,
+        };
+        let written = memory_written(op, interp.stack.data()).saturating_mul(2);
+        self.add((VM_STEP_BYTES + words * WORD_BYTES).saturating_add(written));
     }
 
     /// Whether the deadline has passed (checked between transactions and
@@ -172,10 +245,30 @@ impl Budget {
                 bytes += slots.len() * SLOT_BYTES;
             }
         }
-        self.bytes = self.bytes.saturating_add(bytes);
-        if self.bytes > self.max_bytes {
-            self.stopped = Some(Stopped::TooLarge(self.max_bytes));
-        }
+        self.add(bytes);
+    }
+}
+
+/// Bytes of memory `op` writes, read from its arguments on `stack` (the
+/// top last), as `vmTrace` records them (`ex.mem`); a size past `usize` is
+/// `usize::MAX` (the step will run out of gas, but the trace stops first).
+fn memory_written(op: u8, stack: &[U256]) -> usize {
+    let arg = |from_top: usize| {
+        stack
+            .len()
+            .checked_sub(from_top + 1)
+            .and_then(|i| stack.get(i))
+            .map_or(0, |v| usize::try_from(*v).unwrap_or(usize::MAX))
+    };
+    match op {
+        opcode::MSTORE => 32,
+        opcode::MSTORE8 => 1,
+        opcode::CALLDATACOPY | opcode::CODECOPY | opcode::RETURNDATACOPY | opcode::MCOPY => arg(2),
+        opcode::EXTCODECOPY => arg(3),
+        // What a call writes back: at most its output size.
+        opcode::CALL | opcode::CALLCODE => arg(6),
+        opcode::DELEGATECALL | opcode::STATICCALL => arg(5),
+        _ => 0,
     }
 }
 
@@ -189,6 +282,9 @@ impl<CTX> Inspector<CTX> for Budget {
         if let Some(records) = self.per_step {
             self.count(records, interp);
         }
+        if self.parity == Some(true) {
+            self.vm_step(interp);
+        }
         if self.steps.is_multiple_of(CLOCK_EVERY_STEPS) {
             self.expired();
         }
@@ -197,12 +293,29 @@ impl<CTX> Inspector<CTX> for Budget {
         }
     }
 
+    fn initialize_interp(&mut self, interp: &mut Interpreter, _context: &mut CTX) {
+        // vmTrace writes each frame's code once.
+        if self.parity == Some(true) {
+            self.add(2 * interp.bytecode.bytecode_len());
+        }
+    }
+
     fn call(&mut self, _context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
+        self.frame(inputs.input.len());
         self.expired().then(|| CallOutcome::new_oog(inputs.gas_limit, inputs.return_memory_offset.clone(), 0))
     }
 
+    fn call_end(&mut self, _context: &mut CTX, _inputs: &CallInputs, outcome: &mut CallOutcome) {
+        self.frame_output(outcome.result.output.len());
+    }
+
     fn create(&mut self, _context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
+        self.frame(inputs.init_code().len());
         self.expired().then(|| CreateOutcome::new_oog(inputs.gas_limit(), 0))
+    }
+
+    fn create_end(&mut self, _context: &mut CTX, _inputs: &CreateInputs, outcome: &mut CreateOutcome) {
+        self.frame_output(outcome.result.output.len());
     }
 }
 

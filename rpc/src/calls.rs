@@ -1,10 +1,10 @@
 //! The methods that run the EVM for a caller: `eth_call`,
-//! `eth_estimateGas`, `eth_createAccessList` here, and `debug_trace*`
-//! ([`crate::trace`]). Each runs on the call [`pool`](crate::pool), off the
-//! HTTP workers, with at most `rpc.gas_cap` gas, within a deadline
-//! (`rpc.evm_timeout_ms`, or a trace's own timeout, never past the
-//! request's) and with its EVM memory bounded by
-//! `rpc.evm_memory_limit_bytes`.
+//! `eth_estimateGas`, `eth_createAccessList` here, `debug_trace*`
+//! ([`crate::trace`]) and `trace_*` ([`crate::parity`]). Each runs on the
+//! call [`pool`](crate::pool), off the HTTP workers, with at most
+//! `rpc.gas_cap` gas, within a deadline (`rpc.evm_timeout_ms`, or a geth
+//! trace's own timeout, never past the request's) and with its EVM memory
+//! bounded by `rpc.evm_memory_limit_bytes`.
 
 use std::{
     sync::Arc,
@@ -24,20 +24,23 @@ use super::{
     error::{RpcError, SERVER_ERROR},
     format::hex_u64,
     params::Params,
+    parity,
     selector::state_at,
     trace, RpcState,
 };
 
-/// The methods served here (the traces are in [`trace::METHODS`]).
+/// The methods served here (the traces are in [`trace::METHODS`] and
+/// [`parity::METHODS`]).
 pub const METHODS: &[&str] = &["eth_call", "eth_estimateGas", "eth_createAccessList"];
 
 /// Whether `method` runs on the call pool.
 pub fn is_call(method: &str) -> bool {
-    METHODS.contains(&method) || trace::METHODS.contains(&method)
+    METHODS.contains(&method) || trace::METHODS.contains(&method) || parity::METHODS.contains(&method)
 }
 
-/// Answers one of [`METHODS`] or [`trace::METHODS`] on the call pool, by
-/// `until` at the latest (what is left of the request's time).
+/// Answers one of [`METHODS`], [`trace::METHODS`] or [`parity::METHODS`]
+/// on the call pool, by `until` at the latest (what is left of the
+/// request's time).
 pub(crate) async fn dispatch(
     state: &Arc<RpcState>,
     method: &str,
@@ -53,8 +56,10 @@ pub(crate) async fn dispatch(
     // The request's deadline, if sooner, is the call's timeout.
     let timeout = own.min(until.saturating_duration_since(now));
     let deadline = Deadline::at(now + timeout, timeout);
-    // geth's words for a stopped trace and a stopped call.
-    let late = if trace::METHODS.contains(&method) { "execution timeout".into() } else { deadline.message() };
+    // geth's words for a stopped trace and a stopped call (a parity trace,
+    // on rpc.evm_timeout_ms, stops with a trace's words).
+    let traced = trace::METHODS.contains(&method) || parity::METHODS.contains(&method);
+    let late = if traced { "execution timeout".into() } else { deadline.message() };
     let (s, name, params, d) = (Arc::clone(state), method.to_owned(), params.cloned(), deadline.clone());
     state.calls.run(&deadline, late, move || run(&s, &name, params.as_ref(), &d)).await
 }
@@ -90,6 +95,7 @@ fn run(s: &RpcState, method: &str, params: Option<&Value>, deadline: &Deadline) 
             }
             Ok(answer)
         }
+        other if parity::METHODS.contains(&other) => parity::call(s, other, &p, deadline),
         other => trace::call(s, other, &p, deadline),
     }
 }

@@ -70,6 +70,7 @@ pub fn metric_label(method: &str) -> &'static str {
         .chain(&super::filters::METHODS)
         .chain(super::calls::METHODS)
         .chain(super::trace::METHODS)
+        .chain(super::parity::METHODS)
         .chain(super::raw::METHODS)
         .copied()
         .find(|m| *m == method)

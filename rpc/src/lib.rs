@@ -1,7 +1,8 @@
 //! sluice's JSON-RPC 2.0 server over HTTP ([`server`]): framing and limits
 //! ([`framing`]),
-//! methods ([`eth`]; `eth_config` in [`eth_config`]; those that run the EVM in [`calls`] and [`trace`], on
-//! the [`pool`]), parameters ([`params`]), JSON shapes ([`format`]),
+//! methods ([`eth`]; `eth_config` in [`eth_config`]; those that run the
+//! EVM in [`calls`], [`trace`] and [`parity`], on the [`pool`]),
+//! parameters ([`params`]), JSON shapes ([`format`]),
 //! raw forms, `eth_getAccount` and the `txpool_` views ([`raw`]),
 //! errors ([`error`]), log queries (`logs`) and polling filters
 //! ([`filters`]); over WebSocket on the same port, with `eth_subscribe`
@@ -24,6 +25,7 @@ pub mod metrics;
 #[cfg(feature = "offline")]
 pub mod offline;
 pub mod params;
+pub mod parity;
 pub mod pipeline;
 pub mod pool;
 pub mod raw;

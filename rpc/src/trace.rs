@@ -109,7 +109,7 @@ pub(crate) fn timeout(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Dura
 }
 
 /// A committed block's applied transactions, in order.
-fn applied(block: &StoredBlock) -> Result<Vec<RecoveredTx>, RpcError> {
+pub(crate) fn applied(block: &StoredBlock) -> Result<Vec<RecoveredTx>, RpcError> {
     (0..block.receipts.len())
         .map(|i| {
             let r = &block.receipts[i];

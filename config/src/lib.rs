@@ -433,9 +433,10 @@ impl Config {
     /// is not a loopback address (empty if it is, or if nothing would):
     /// CORS `*` (any web page a browser opens, anywhere, could drive it),
     /// dev accounts from the public [`TEST_MNEMONIC`] (anyone has their
-    /// keys) and the `debug` namespace (the heaviest calls there are, open
-    /// to all). Refused unless `rpc.allow_unsafe_public_bind`; logged as
-    /// warnings at start when allowed.
+    /// keys) and the `debug` and `trace` namespaces (the heaviest calls
+    /// there are, open to all). Refused unless
+    /// `rpc.allow_unsafe_public_bind`; logged as warnings at start when
+    /// allowed.
     pub fn public_bind_risks(&self) -> Vec<String> {
         let mut risks = Vec::new();
         if self.rpc.addr.ip().is_loopback() {

@@ -189,8 +189,8 @@ fn node_config(
         set.chain_id, r.block_gas_limit, r.base_fee_wei
     );
     s.push_str(&spec.chain_section);
-    // No debug namespace on a validator: traces are the heaviest calls
-    // there are, and its cores are the chain's (README, "Namespaces").
+    // No debug or trace namespace on a validator: traces are the heaviest
+    // calls there are, and its cores are the chain's (README, "Namespaces").
     let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"\napis = \"eth,net,web3,txpool\"", v.rpc_addr);
     // Reachable from other hosts: the node refuses CORS "*" there (any web
     // page could drive it), and the public mnemonic's accounts unless told.

@@ -39,7 +39,7 @@ use crate::{
     env::{block_env, cfg_env, tx_env},
     overlay::BlockState,
     trace::{replay, stopped, RefDb, TracePosition},
-    trace_limits::{Budget, Stopped, TraceLimits},
+    trace_limits::{Budget, ParityRecords, Stopped, TraceLimits},
     ExecConfig, ExecError,
 };
 
@@ -55,7 +55,7 @@ pub fn trace_transaction(
     (tx, at): (&RecoveredTx, TracePosition),
     limits: &TraceLimits,
 ) -> Result<Vec<LocalizedTransactionTrace>, ExecError> {
-    let mut budget = Budget::parity(limits, false);
+    let mut budget = Budget::parity(limits, FRAMES);
     let mut db = BlockState::with_capacity(state, 2 * before.len() + 2);
     replay(&mut db, cfg, header, before, &mut budget)?;
     let config = TracingInspectorConfig::default_parity();
@@ -75,7 +75,7 @@ pub fn trace_block(
     txs: &[RecoveredTx],
     limits: &TraceLimits,
 ) -> Result<Vec<LocalizedTransactionTrace>, ExecError> {
-    let mut budget = Budget::parity(limits, false);
+    let mut budget = Budget::parity(limits, FRAMES);
     let mut db = BlockState::with_capacity(state, 2 * txs.len() + 2);
     let mut out = Vec::new();
     for (index, tx) in txs.iter().enumerate() {
@@ -101,7 +101,7 @@ pub fn replay_transaction(
     types: &HashSet<TraceType>,
     limits: &TraceLimits,
 ) -> Result<TraceResults, ExecError> {
-    let mut budget = Budget::parity(limits, types.contains(&TraceType::VmTrace));
+    let mut budget = Budget::parity(limits, records(types));
     let mut db = BlockState::with_capacity(state, 2 * before.len() + 2);
     replay(&mut db, cfg, header, before, &mut budget)?;
     let (results, _) = replayed(&mut db, header, cfg, tx, types, &mut budget)?;
@@ -119,7 +119,7 @@ pub fn replay_block(
     types: &HashSet<TraceType>,
     limits: &TraceLimits,
 ) -> Result<Vec<TraceResultsWithTransactionHash>, ExecError> {
-    let mut budget = Budget::parity(limits, types.contains(&TraceType::VmTrace));
+    let mut budget = Budget::parity(limits, records(types));
     let mut db = BlockState::with_capacity(state, 2 * txs.len() + 2);
     let mut out = Vec::with_capacity(txs.len());
     for tx in txs {
@@ -128,6 +128,14 @@ pub fn replay_block(
         db.commit_tx(res.state)?;
     }
     within(out, &budget)
+}
+
+/// What `trace_transaction` and `trace_block` record: the frames.
+const FRAMES: ParityRecords = ParityRecords { frames: true, steps: false };
+
+/// What a replay asking for `types` records.
+fn records(types: &HashSet<TraceType>) -> ParityRecords {
+    ParityRecords { frames: types.contains(&TraceType::Trace), steps: types.contains(&TraceType::VmTrace) }
 }
 
 /// Where `tx` sits, as a localized trace reports it.

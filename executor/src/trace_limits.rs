@@ -126,6 +126,16 @@ impl StepRecords {
     }
 }
 
+/// What a parity trace's output records, to count while it runs (its
+/// state diff is bounded by gas, and measured once built).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ParityRecords {
+    /// Each call frame (`trace`).
+    pub(crate) frames: bool,
+    /// Each step, and each frame's code (`vmTrace`).
+    pub(crate) steps: bool,
+}
+
 /// The inspector that enforces [`TraceLimits`], run beside the tracer.
 /// Once a limit is passed every frame halts at its next step, and no new
 /// frame (a precompile included) starts, so the transaction unwinds at
@@ -139,9 +149,8 @@ pub(crate) struct Budget {
     /// `None` for the other geth tracers, whose output is per call and
     /// bounded by the response limit.
     per_step: Option<StepRecords>,
-    /// For parity traces: counted per frame, and per step when the
-    /// `bool` (`vmTrace`) is set.
-    parity: Option<bool>,
+    /// For parity traces: what their output records.
+    parity: Option<ParityRecords>,
     bytes: usize,
     steps: u64,
     /// Distinct slots each contract touched so far: the size of the
@@ -166,10 +175,9 @@ impl Budget {
         }
     }
 
-    /// A budget from `limits` for parity traces, counting `vmTrace`'s
-    /// steps when `vm_trace`.
-    pub(crate) fn parity(limits: &TraceLimits, vm_trace: bool) -> Budget {
-        Budget { parity: Some(vm_trace), ..Budget::new(limits, None) }
+    /// A budget from `limits` for parity traces recording `records`.
+    pub(crate) fn parity(limits: &TraceLimits, records: ParityRecords) -> Budget {
+        Budget { parity: Some(records), ..Budget::new(limits, None) }
     }
 
     /// `rpc.trace_max_bytes`.
@@ -188,14 +196,14 @@ impl Budget {
     /// Counts a parity trace's frame: its fixed fields and its `input`
     /// bytes (hex).
     fn frame(&mut self, input: usize) {
-        if self.parity.is_some() {
+        if self.parity.is_some_and(|p| p.frames) {
             self.add(FRAME_BYTES.saturating_add(input.saturating_mul(2)));
         }
     }
 
     /// Counts a parity frame's output bytes (hex).
     fn frame_output(&mut self, output: usize) {
-        if self.parity.is_some() {
+        if self.parity.is_some_and(|p| p.frames) {
             self.add(output.saturating_mul(2));
         }
     }
@@ -282,7 +290,7 @@ impl<CTX> Inspector<CTX> for Budget {
         if let Some(records) = self.per_step {
             self.count(records, interp);
         }
-        if self.parity == Some(true) {
+        if self.parity.is_some_and(|p| p.steps) {
             self.vm_step(interp);
         }
         if self.steps.is_multiple_of(CLOCK_EVERY_STEPS) {
@@ -295,7 +303,7 @@ impl<CTX> Inspector<CTX> for Budget {
 
     fn initialize_interp(&mut self, interp: &mut Interpreter, _context: &mut CTX) {
         // vmTrace writes each frame's code once.
-        if self.parity == Some(true) {
+        if self.parity.is_some_and(|p| p.steps) {
             self.add(2 * interp.bytecode.bytecode_len());
         }
     }

@@ -38,6 +38,7 @@ mod json_rpc_framing;
 mod load_workloads_are_included;
 mod mailbox_bounds_hold;
 mod overload_sheds_and_recovers;
+mod parity_traces_follow_reth;
 mod pool_refuses_overdrafts;
 mod raw_getters_round_trip;
 mod recovery_queue_sheds;

@@ -2,7 +2,8 @@
 //! them, built by revm-inspectors): a deploy, a call and a transfer on a
 //! dev node; the four methods agree with each other and with the receipts;
 //! unknown transactions and blocks answer `null`; a trace past
-//! `rpc.trace_max_bytes` answers what the geth tracers answer.
+//! `rpc.trace_max_bytes` answers what the geth tracers answer, one past
+//! `rpc.evm_timeout_ms` "execution timeout".
 
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use serde_json::{json, Value};
@@ -161,5 +162,30 @@ fn a_trace_past_max_bytes_answers_as_the_geth_tracers_do() {
         assert_eq!(limit(&e), expected, "{method}: {e}");
     }
     // The node still answers.
+    assert!(node.call("eth_blockNumber", json!([])).is_ok());
+}
+
+#[test]
+fn a_trace_past_rpc_evm_timeout_ms_stops() {
+    let node = TestNode::start(&[("SLUICE_RPC__EVM_TIMEOUT_MS", "1")], &["--block-time-ms", "50"]);
+    // Initcode that loops until its 16M gas (under Osaka's cap) run out
+    // (JUMPDEST PUSH1 0 JUMP): about 1.3 million steps to replay.
+    let spin = Bytes::from_static(&[0x5b, 0x60, 0x00, 0x56]);
+    let hash = node.send(&eip1559(&dev(0), 0, TxKind::Create, U256::ZERO, spin, 16_000_000)).unwrap();
+    let r = node.receipt(&hash);
+    assert_eq!(r["status"], "0x0", "out of gas: {r}");
+    for (method, params) in [
+        ("trace_transaction", json!([hash])),
+        ("trace_block", json!([r["blockNumber"]])),
+        ("trace_replayTransaction", json!([hash, ["trace", "vmTrace"]])),
+        ("trace_replayBlockTransactions", json!([r["blockNumber"], ["trace"]])),
+    ] {
+        let e = node.call(method, params).unwrap_err();
+        assert_eq!(
+            (e["code"].clone(), e["message"].clone()),
+            (json!(-32000), json!("execution timeout")),
+            "{method}: {e}"
+        );
+    }
     assert!(node.call("eth_blockNumber", json!([])).is_ok());
 }

@@ -315,7 +315,7 @@ fn needs_more_gas(e: &InvalidTransaction) -> bool {
 }
 
 /// The outcome of a run; `last_opcode` is the opcode its last step ran.
-fn outcome(result: ExecutionResult, last_opcode: u8) -> CallOutcome {
+pub(crate) fn outcome(result: ExecutionResult, last_opcode: u8) -> CallOutcome {
     let gas_used = result.tx_gas_used();
     let (success, output, logs, revert, halt_reason) = match result {
         ExecutionResult::Success { output, logs, .. } => (true, output.into_data(), logs, false, None),

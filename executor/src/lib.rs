@@ -58,6 +58,7 @@
 //!   preimages (mapping slots), installed by every executor but the oracle.
 //! - [`stats`]: per-block execution statistics returned with each outcome.
 //! - [`mod@call`]: `eth_call` and `eth_estimateGas` with geth's semantics.
+//! - [`simulate`]: `eth_simulateV1` (geth's simulated blocks).
 //! - [`access_list`]: `eth_createAccessList` (revm-inspectors).
 //! - [`overrides`]: geth's state and block overrides for calls and traces.
 //! - [`precompiles`]: each spec's precompiles with EIP-7910's names
@@ -89,6 +90,7 @@ pub mod parity;
 pub mod precompiles;
 mod prefetch;
 pub mod sequential;
+pub mod simulate;
 pub mod stats;
 pub mod testing;
 pub mod trace;

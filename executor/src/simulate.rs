@@ -228,9 +228,17 @@ pub fn simulate(
             let mut req = req.clone();
             let from = req.from.unwrap_or_default();
             req.from = Some(from);
-            if req.nonce.is_none() {
-                let db = &mut evm.ctx.journaled_state.database;
-                req.nonce = Some(db.basic(from)?.map_or(0, |a| a.nonce));
+            let db = &mut evm.ctx.journaled_state.database;
+            let state_nonce = db.basic(from)?.map_or(0, |a| a.nonce);
+            let nonce = *req.nonce.get_or_insert(state_nonce);
+            // geth checks the nonce before the fees (revm after).
+            if opts.validation && nonce != state_nonce {
+                let kind = if nonce > state_nonce {
+                    InvalidTransaction::NonceTooHigh { tx: nonce, state: state_nonce }
+                } else {
+                    InvalidTransaction::NonceTooLow { tx: nonce, state: state_nonce }
+                };
+                return Err(refusal(&kind, from));
             }
             let gas = req.gas.unwrap_or(header.gas_limit.saturating_sub(gas_used));
             if gas_used.saturating_add(gas) > header.gas_limit {

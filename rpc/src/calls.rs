@@ -1,5 +1,6 @@
 //! The methods that run the EVM for a caller: `eth_call`,
-//! `eth_estimateGas`, `eth_createAccessList` here, `debug_trace*`
+//! `eth_estimateGas`, `eth_createAccessList` here, `eth_simulateV1`
+//! ([`crate::simulate`]), `debug_trace*`
 //! ([`crate::trace`]) and `trace_*` ([`crate::parity`]). Each runs on the
 //! call [`pool`](crate::pool), off the HTTP workers, with at most
 //! `rpc.gas_cap` gas, within a deadline (`rpc.evm_timeout_ms`, or a geth
@@ -26,16 +27,19 @@ use super::{
     params::Params,
     parity,
     selector::state_at,
-    trace, RpcState,
+    simulate, trace, RpcState,
 };
 
 /// The methods served here (the traces are in [`trace::METHODS`] and
-/// [`parity::METHODS`]).
+/// [`parity::METHODS`], `eth_simulateV1` in [`simulate::METHODS`]).
 pub const METHODS: &[&str] = &["eth_call", "eth_estimateGas", "eth_createAccessList"];
 
 /// Whether `method` runs on the call pool.
 pub fn is_call(method: &str) -> bool {
-    METHODS.contains(&method) || trace::METHODS.contains(&method) || parity::METHODS.contains(&method)
+    METHODS.contains(&method)
+        || trace::METHODS.contains(&method)
+        || parity::METHODS.contains(&method)
+        || simulate::METHODS.contains(&method)
 }
 
 /// Answers one of [`METHODS`], [`trace::METHODS`] or [`parity::METHODS`]
@@ -96,6 +100,7 @@ fn run(s: &RpcState, method: &str, params: Option<&Value>, deadline: &Deadline) 
             Ok(answer)
         }
         other if parity::METHODS.contains(&other) => parity::call(s, other, &p, deadline),
+        other if simulate::METHODS.contains(&other) => simulate::call(s, &p, &limits),
         other => trace::call(s, other, &p, deadline),
     }
 }

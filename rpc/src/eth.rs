@@ -71,6 +71,7 @@ pub fn metric_label(method: &str) -> &'static str {
         .chain(super::calls::METHODS)
         .chain(super::trace::METHODS)
         .chain(super::parity::METHODS)
+        .chain(super::simulate::METHODS)
         .chain(super::raw::METHODS)
         .copied()
         .find(|m| *m == method)

@@ -223,11 +223,17 @@ pub fn header(b: &StoredBlock) -> Header {
 /// A block object; `txs` are the applied transactions in order (decoded,
 /// when `full`), or only their hashes.
 pub fn block(b: &StoredBlock, txs: Vec<Value>) -> Value {
-    let h = header(b);
     let size: usize = 600 + b.block.txs.iter().map(|t| t.len()).sum::<usize>();
+    block_object(&header(b), b.block.hash, size as u64, txs)
+}
+
+/// The block object of header `h`, whose hash is `hash` and size (bytes)
+/// `size`, with `txs` (objects or hashes): `eth_getBlockByNumber`'s shape,
+/// shared with `eth_simulateV1`'s simulated blocks.
+pub fn block_object(h: &Header, hash: B256, size: u64, txs: Vec<Value>) -> Value {
     json!({
         "number": hex_u64(h.number),
-        "hash": b.block.hash,
+        "hash": hash,
         "parentHash": h.parent_hash,
         "nonce": h.nonce,
         "sha3Uncles": h.ommers_hash,
@@ -239,7 +245,7 @@ pub fn block(b: &StoredBlock, txs: Vec<Value>) -> Value {
         "difficulty": hex_u256(h.difficulty),
         "totalDifficulty": "0x0",
         "extraData": h.extra_data,
-        "size": hex_u64(size as u64),
+        "size": hex_u64(size),
         "gasLimit": hex_u64(h.gas_limit),
         "gasUsed": hex_u64(h.gas_used),
         "timestamp": hex_u64(h.timestamp),

@@ -1,7 +1,8 @@
 //! sluice's JSON-RPC 2.0 server over HTTP ([`server`]): framing and limits
 //! ([`framing`]),
 //! methods ([`eth`]; `eth_config` in [`eth_config`]; those that run the
-//! EVM in [`calls`], [`trace`] and [`parity`], on the [`pool`]),
+//! EVM in [`calls`], [`simulate`], [`trace`] and [`parity`], on the
+//! [`pool`]),
 //! parameters ([`params`]), JSON shapes ([`format`]),
 //! raw forms, `eth_getAccount` and the `txpool_` views ([`raw`]),
 //! errors ([`error`]), log queries (`logs`) and polling filters
@@ -32,6 +33,7 @@ pub mod raw;
 pub(crate) mod reply;
 pub(crate) mod selector;
 pub mod server;
+pub mod simulate;
 pub mod submission;
 pub mod sync;
 pub mod trace;

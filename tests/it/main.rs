@@ -47,6 +47,7 @@ mod resources_do_not_halt;
 mod rules_are_osaka;
 mod send_raw_sync_answers_the_receipt;
 mod shutdown_drains_pipeline;
+mod simulate_follows_geth;
 mod split_network_heals;
 mod state_lives_on_disk;
 mod state_reads_at_any_block;

@@ -522,15 +522,19 @@ impl<CTX> Inspector<CTX> for SimInspector {
 }
 
 /// Why a call failed, as `calls[i].error` reports it: code 3 with the
-/// revert data for a revert, -32015 with geth's message for a halt.
+/// revert data for a revert, -32015 for a halt, worded as the
+/// execution-apis schema requires (`vm execution error: ` and geth's
+/// message).
 pub fn call_error(outcome: &Outcome) -> Option<(i64, String, Option<Bytes>)> {
     if outcome.success {
         None
     } else if outcome.revert {
         Some((codes::REVERTED, crate::revert_message(&outcome.output), Some(outcome.output.clone())))
     } else {
-        let message = outcome.halt_reason.clone().unwrap_or_else(|| "execution halted".into());
-        Some((codes::VM_ERROR, message, None))
+        // The execution-apis schema requires the prefix; geth's own words
+        // (which geth answers alone) follow it.
+        let reason = outcome.halt_reason.as_deref().unwrap_or("execution halted");
+        Some((codes::VM_ERROR, format!("vm execution error: {reason}"), None))
     }
 }
 
@@ -685,6 +689,17 @@ mod tests {
         assert_eq!((code, message.as_str()), (3, "execution reverted"));
         assert_eq!(data.map(|d| word(&d)), Some(U256::from(42)));
         assert!(fine.success && call_error(fine).is_none());
+
+        // Any other failure: -32015, in the spec's words then geth's.
+        let mut code = StateOverride::default();
+        code.insert(X, AccountOverride { code: Some(Bytes::from_static(&[0xfe])), ..Default::default() });
+        let blocks = [SimBlock { state_overrides: code, calls: vec![call_to(X)], ..Default::default() }];
+        let out = run(&MemState::new(), &blocks, SimOptions::default()).unwrap();
+        let (code, message, data) = call_error(&out[0].calls[0].outcome).unwrap();
+        assert_eq!(
+            (code, message.as_str(), data),
+            (-32015, "vm execution error: invalid opcode: INVALID", None)
+        );
     }
 
     #[test]

@@ -87,6 +87,8 @@ test("results validate against the execution-apis schemas, for every spec method
     ["eth_call", [call, "latest"]],
     ["eth_estimateGas", [call, "latest"]],
     ["eth_createAccessList", [call, "latest"]],
+    ["eth_simulateV1", [{ blockStateCalls: [{ calls: [call, { from: wallet.address, to: freshAddress(801), value: "0x1" }] }, { calls: [call] }], traceTransfers: true }, "latest"]],
+    ["eth_simulateV1", [{ blockStateCalls: [{ calls: [call, { from: wallet.address, data: "0xfe" }] }], returnFullTransactions: true, validation: false }, "latest"]],
     ["eth_getBlockByNumber", [at, false]],
     ["eth_getBlockByNumber", [at, true]],
     ["eth_getBlockByNumber", ["0x0", false]],

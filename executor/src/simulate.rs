@@ -410,8 +410,9 @@ fn refusal(e: &InvalidTransaction, from: Address) -> SimError {
 struct SimInspector {
     watch: Watch,
     trace: bool,
-    /// Open frames' logs.
-    frames: Vec<Vec<RevmLog>>,
+    /// Open frames' logs, and whether the first is a creation's transfer
+    /// still addressed to zero (its address is known at its end).
+    frames: Vec<(Vec<RevmLog>, bool)>,
     /// The outermost frame's logs, once it ended successfully.
     done: Vec<RevmLog>,
 }
@@ -437,7 +438,7 @@ impl SimInspector {
         Some(if success { logs } else { Vec::new() })
     }
 
-    fn enter(&mut self, transfer: Option<(Address, Address, U256)>) {
+    fn enter(&mut self, transfer: Option<(Address, Address, U256)>, create: bool) {
         if !self.trace {
             return;
         }
@@ -445,27 +446,28 @@ impl SimInspector {
         if let Some((from, to, value)) = transfer.filter(|t| !t.2.is_zero()) {
             frame.push(transfer_log(from, to, value));
         }
-        self.frames.push(frame);
+        let pending = create && !frame.is_empty();
+        self.frames.push((frame, pending));
     }
 
     fn exit(&mut self, ok: bool, created: Option<Address>) {
         if !self.trace {
             return;
         }
-        let Some(mut frame) = self.frames.pop() else { return };
-        if let (Some(address), Some(first)) = (created, frame.first_mut()) {
+        let Some((mut frame, pending)) = self.frames.pop() else { return };
+        if let (true, Some(address), Some(first)) = (pending, created, frame.first_mut()) {
             // A creation's transfer goes to the address it got.
-            if first.address == TRANSFER_ADDRESS && first.topics().get(2) == Some(&B256::ZERO) {
-                let mut topics = first.topics().to_vec();
-                topics[2] = address.into_word();
-                first.data.set_topics_unchecked(topics);
+            let mut topics = first.topics().to_vec();
+            if let Some(to) = topics.get_mut(2) {
+                *to = address.into_word();
             }
+            first.data.set_topics_unchecked(topics);
         }
         if !ok {
             return;
         }
         match self.frames.last_mut() {
-            Some(parent) => parent.append(&mut frame),
+            Some((parent, _)) => parent.append(&mut frame),
             None => self.done = frame,
         }
     }
@@ -486,7 +488,7 @@ impl<CTX> Inspector<CTX> for SimInspector {
     }
 
     fn log(&mut self, _context: &mut CTX, log: RevmLog) {
-        if let Some(frame) = self.frames.last_mut() {
+        if let Some((frame, _)) = self.frames.last_mut() {
             frame.push(log);
         }
     }
@@ -495,7 +497,7 @@ impl<CTX> Inspector<CTX> for SimInspector {
         let transfer = (inputs.scheme != CallScheme::DelegateCall)
             .then(|| inputs.transfer_value().map(|v| (inputs.transfer_from(), inputs.transfer_to(), v)))
             .flatten();
-        self.enter(transfer);
+        self.enter(transfer, false);
         self.watch.call(context, inputs)
     }
 
@@ -504,7 +506,7 @@ impl<CTX> Inspector<CTX> for SimInspector {
     }
 
     fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
-        self.enter(Some((inputs.caller(), Address::ZERO, inputs.value())));
+        self.enter(Some((inputs.caller(), Address::ZERO, inputs.value())), true);
         self.watch.create(context, inputs)
     }
 
@@ -514,7 +516,7 @@ impl<CTX> Inspector<CTX> for SimInspector {
 
     fn selfdestruct(&mut self, contract: Address, target: Address, value: U256) {
         if self.trace && !value.is_zero() {
-            if let Some(frame) = self.frames.last_mut() {
+            if let Some((frame, _)) = self.frames.last_mut() {
                 frame.push(transfer_log(contract, target, value));
             }
         }
@@ -674,6 +676,19 @@ mod tests {
         assert_eq!(word(&logs[0].data), U256::from(5));
         let out = run(&state, &blocks, SimOptions::default()).unwrap();
         assert!(out[0].calls[0].outcome.logs.is_empty(), "not traced");
+
+        // A creation's transfer goes to the created address.
+        let create = CallRequest {
+            from: Some(A),
+            value: Some(U256::from(3)),
+            input: Bytes::from_static(&[0x00]),
+            ..Default::default()
+        };
+        let blocks = [SimBlock { calls: vec![create], ..Default::default() }];
+        let out = run(&state, &blocks, SimOptions { trace_transfers: true, ..Default::default() }).unwrap();
+        let logs = &out[0].calls[0].outcome.logs;
+        assert_eq!(logs.len(), 1, "{logs:?}");
+        assert_eq!(logs[0].topics[2], A.create(0).into_word());
     }
 
     #[test]

@@ -128,3 +128,22 @@ fn geth_refusals_and_the_gas_cap() {
     assert_eq!(log["address"], "0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "{out}");
     assert_eq!(parse_u256(&log["data"]), U256::from(7));
 }
+
+#[test]
+fn a_simulation_stops_at_the_call_deadline() {
+    // A gas cap that never runs out first: the deadline must stop it.
+    let node = TestNode::start(
+        &[("SLUICE_RPC__EVM_TIMEOUT_MS", "200"), ("SLUICE_RPC__GAS_CAP", "100000000000")],
+        &["--block-time-ms", "50"],
+    );
+    let x = Address::repeat_byte(0x42);
+    // JUMPDEST PUSH1 0 JUMP: loops until out of gas (or stopped).
+    let looping = json!({ format!("{x:#x}"): {"code": "0x5b600056"} });
+    let block = json!({"calls": [{"to": x}, {"to": x}]});
+    let mut blocks = vec![json!({"stateOverrides": looping, "calls": [{"to": x}]})];
+    blocks.extend(std::iter::repeat_n(block, 20));
+    let started = std::time::Instant::now();
+    let e = node.call("eth_simulateV1", json!([{"blockStateCalls": blocks}])).unwrap_err();
+    assert!(e["message"].as_str().unwrap().contains("execution aborted (timeout = 200ms)"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+}

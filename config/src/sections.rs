@@ -156,8 +156,8 @@ pub struct RpcConfig {
     /// collected.
     pub trace_max_bytes: usize,
     /// Gas a call run for a caller (`eth_call`, `eth_estimateGas`,
-    /// `eth_createAccessList`, `debug_traceCall`) may use, whatever it asks
-    /// for (geth's `--rpc.gascap`, 50M).
+    /// `eth_createAccessList`, `debug_traceCall`; `eth_simulateV1`'s calls
+    /// together) may use, whatever it asks for (geth's `--rpc.gascap`, 50M).
     pub gas_cap: u64,
     /// Wall time such a call may run (an estimate's whole search); past it
     /// geth's `execution aborted (timeout = 5s)` (geth's `--rpc.evmtimeout`).

@@ -1,6 +1,6 @@
 //! The call pool: a few threads of their own that run the calls executing
 //! the EVM for a caller (`eth_call`, `eth_estimateGas`,
-//! `eth_createAccessList`, `debug_trace*`), so that they never hold an
+//! `eth_createAccessList`, `eth_simulateV1`, `debug_trace*`), so that they never hold an
 //! HTTP worker's event loop (every cheap read and submission on that
 //! worker would wait behind them) nor an execution thread.
 //!

@@ -152,7 +152,7 @@ impl Default for Config {
                 call_workers_nice: 10,
                 call_workers_sched_idle: false,
                 batch_timeout_ms: 25_000,
-                apis: "eth,net,web3,txpool,debug,trace".into(),
+                apis: "eth,net,web3,txpool,debug,trace,ots,erigon".into(),
                 allow_unsafe_public_bind: false,
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
@@ -433,8 +433,8 @@ impl Config {
     /// is not a loopback address (empty if it is, or if nothing would):
     /// CORS `*` (any web page a browser opens, anywhere, could drive it),
     /// dev accounts from the public [`TEST_MNEMONIC`] (anyone has their
-    /// keys) and the `debug` and `trace` namespaces (the heaviest calls
-    /// there are, open to all). Refused unless
+    /// keys) and the `debug`, `trace` and `ots` namespaces (the heaviest
+    /// calls there are, open to all). Refused unless
     /// `rpc.allow_unsafe_public_bind`; logged as warnings at start when
     /// allowed.
     pub fn public_bind_risks(&self) -> Vec<String> {
@@ -458,12 +458,13 @@ impl Config {
             ));
         }
         let traces: Vec<&str> =
-            ["debug", "trace"].into_iter().filter(|api| self.rpc.serves(&format!("{api}_"))).collect();
+            ["debug", "trace", "ots"].into_iter().filter(|api| self.rpc.serves(&format!("{api}_"))).collect();
         if !traces.is_empty() {
             let served = traces.join(" and ");
             risks.push(format!(
-                "rpc.apis serves {served}: debug_trace* and trace_* are the heaviest calls there are, and \
-                 anyone could run them; remove {served} from rpc.apis"
+                "rpc.apis serves {served}: debug_trace*, trace_* and ots_* (which re-execute transactions \
+                 and search the state history) are the heaviest calls there are, and anyone could run \
+                 them; remove {served} from rpc.apis"
             ));
         }
         risks
@@ -708,6 +709,14 @@ mod tests {
         ];
         let cfg = Config::load(None, env_of(&closed), &public).unwrap();
         assert!(cfg.public_bind_risks().is_empty());
+        // Otterscan's namespace re-executes transactions as the traces do;
+        // erigon's (one header getter) is no risk.
+        let mut ots = closed.to_vec();
+        ots[2] = ("SLUICE_RPC__APIS", "eth,ots");
+        let err = Config::load(None, env_of(&ots), &public).unwrap_err().to_string();
+        assert!(err.contains("rpc.apis serves ots:"), "{err}");
+        ots[2] = ("SLUICE_RPC__APIS", "eth,erigon");
+        assert!(Config::load(None, env_of(&ots), &public).unwrap().public_bind_risks().is_empty());
         // Each one alone is refused.
         for (i, said) in
             ["rpc.cors_origins allows any origin", "public test mnemonic", "rpc.apis serves debug"]

@@ -184,7 +184,8 @@ pub struct RpcConfig {
     /// together; a call it has no time left for answers -32002 `request
     /// timed out`.
     pub batch_timeout_ms: u64,
-    /// Namespaces served (`eth`, `net`, `web3`, `txpool`, `debug`, `trace`),
+    /// Namespaces served (`eth`, `net`, `web3`, `txpool`, `debug`, `trace`,
+    /// `ots`, `erigon`),
     /// comma-separated, as geth's `--http.api`; a method of another answers
     /// -32601.
     pub apis: String,

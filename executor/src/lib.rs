@@ -69,6 +69,8 @@
 //! - [`testing`]: an in-memory [`StateReader`] for tests in any crate.
 //! - [`trace`]: geth's `debug_trace*` tracers (revm-inspectors).
 //! - [`parity`]: parity-style `trace_*` traces (revm-inspectors).
+//! - [`ots`]: Otterscan's traces, internal operations, revert data and
+//!   contract creations, from the same inspector's call arena.
 //! - [`trace_limits`]: a trace call's deadline and output bound.
 //! - `env` (private): translation of headers, config and transactions into
 //!   revm environments. `overlay` (private): the block's working state.
@@ -84,6 +86,7 @@ mod error;
 pub mod journal;
 pub mod keccak;
 pub mod occ;
+pub mod ots;
 mod overlay;
 pub mod overrides;
 pub mod parity;

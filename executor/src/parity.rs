@@ -131,7 +131,7 @@ pub fn replay_block(
 }
 
 /// What `trace_transaction` and `trace_block` record: the frames.
-const FRAMES: ParityRecords = ParityRecords { frames: true, steps: false };
+pub(crate) const FRAMES: ParityRecords = ParityRecords { frames: true, steps: false };
 
 /// What a replay asking for `types` records.
 fn records(types: &HashSet<TraceType>) -> ParityRecords {
@@ -172,7 +172,7 @@ fn replayed(
 
 /// Runs `tx` on `db` (unchanged) under a [`TracingInspector`] with
 /// `config`, within `budget`.
-fn inspected(
+pub(crate) fn inspected(
     db: &mut BlockState<'_>,
     header: &BlockHeader,
     cfg: &ExecConfig,
@@ -208,7 +208,7 @@ fn inspected(
 
 /// `answer` if its JSON fits in `budget`'s `max_bytes` (measured without
 /// writing it out), else the size error.
-fn within<T: Serialize>(answer: T, budget: &Budget) -> Result<T, ExecError> {
+pub(crate) fn within<T: Serialize>(answer: T, budget: &Budget) -> Result<T, ExecError> {
     let mut size = Counted { bytes: 0, max: budget.max_bytes() };
     match serde_json::to_writer(&mut size, &answer) {
         Ok(()) => Ok(answer),

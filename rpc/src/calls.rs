@@ -1,7 +1,8 @@
 //! The methods that run the EVM for a caller: `eth_call`,
 //! `eth_estimateGas`, `eth_createAccessList` here, `eth_simulateV1`
-//! ([`crate::simulate`]), `debug_trace*`
-//! ([`crate::trace`]) and `trace_*` ([`crate::parity`]). Each runs on the
+//! ([`crate::simulate`]), `debug_trace*` ([`crate::trace`]), `trace_*`
+//! ([`crate::parity`]) and Otterscan's re-executions
+//! ([`crate::ots::CALL_METHODS`]). Each runs on the
 //! call [`pool`](crate::pool), off the HTTP workers, with at most
 //! `rpc.gas_cap` gas, within a deadline (`rpc.evm_timeout_ms`, or a geth
 //! trace's own timeout, never past the request's) and with its EVM memory
@@ -36,10 +37,15 @@ pub const METHODS: &[&str] = &["eth_call", "eth_estimateGas", "eth_createAccessL
 
 /// Whether `method` runs on the call pool.
 pub fn is_call(method: &str) -> bool {
-    METHODS.contains(&method)
-        || trace::METHODS.contains(&method)
+    METHODS.contains(&method) || simulate::METHODS.contains(&method) || traced(method)
+}
+
+/// Whether `method` re-executes a mined transaction or traces: it stops,
+/// past its deadline, with a trace's words.
+fn traced(method: &str) -> bool {
+    trace::METHODS.contains(&method)
         || parity::METHODS.contains(&method)
-        || simulate::METHODS.contains(&method)
+        || crate::ots::CALL_METHODS.contains(&method)
 }
 
 /// Answers one of [`METHODS`], [`trace::METHODS`] or [`parity::METHODS`]
@@ -62,8 +68,7 @@ pub(crate) async fn dispatch(
     let deadline = Deadline::at(now + timeout, timeout);
     // geth's words for a stopped trace and a stopped call (a parity trace,
     // on rpc.evm_timeout_ms, stops with a trace's words).
-    let traced = trace::METHODS.contains(&method) || parity::METHODS.contains(&method);
-    let late = if traced { "execution timeout".into() } else { deadline.message() };
+    let late = if traced(method) { "execution timeout".into() } else { deadline.message() };
     let (s, name, params, d) = (Arc::clone(state), method.to_owned(), params.cloned(), deadline.clone());
     state.calls.run(&deadline, late, move || run(&s, &name, params.as_ref(), &d)).await
 }
@@ -101,6 +106,7 @@ fn run(s: &RpcState, method: &str, params: Option<&Value>, deadline: &Deadline) 
         }
         other if parity::METHODS.contains(&other) => parity::call(s, other, &p, deadline),
         other if simulate::METHODS.contains(&other) => simulate::call(s, &p, &limits),
+        other if crate::ots::CALL_METHODS.contains(&other) => crate::ots::call_traced(s, other, &p, deadline),
         other => trace::call(s, other, &p, deadline),
     }
 }

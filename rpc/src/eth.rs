@@ -73,6 +73,8 @@ pub fn metric_label(method: &str) -> &'static str {
         .chain(super::parity::METHODS)
         .chain(super::simulate::METHODS)
         .chain(super::raw::METHODS)
+        .chain(super::ots::METHODS)
+        .chain(super::ots::CALL_METHODS)
         .copied()
         .find(|m| *m == method)
         .unwrap_or("unknown")
@@ -206,6 +208,8 @@ pub async fn dispatch(
         // Raw getters, eth_getAccount, txpool_inspect / contentFrom and
         // eth_getProof's refusal (raw.rs).
         m if super::raw::METHODS.contains(&m) => super::raw::call(s, m, &p).await,
+        // Otterscan's getters (ots.rs); its traces run on the call pool.
+        m if super::ots::METHODS.contains(&m) => super::ots::call(s, m, &p),
         m if super::filters::METHODS.contains(&m) => super::filters::call(s, m, &p, ctx.client),
         // Unknown unless faults.debug_rpc is on (loopback only).
         m if m.starts_with("debug_") => s.pipeline.debug(m, params),
@@ -277,7 +281,9 @@ async fn send_sync(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
 }
 
 /// The applied transaction at receipt index `i` of a committed block.
-fn committed_tx(b: &StoredBlock, i: usize) -> Option<Value> {
+/// The applied transaction at `i` of a committed block, as a transaction
+/// object (`None` past the block's end).
+pub(crate) fn committed_tx(b: &StoredBlock, i: usize) -> Option<Value> {
     let r = b.receipts.get(i)?;
     let raw = b.raw_tx(i)?;
     let tx = sluice_txpool::decode_envelope(raw, r.tx_hash).ok()?;

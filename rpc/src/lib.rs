@@ -5,6 +5,7 @@
 //! [`pool`]),
 //! parameters ([`params`]), JSON shapes ([`format`]),
 //! raw forms, `eth_getAccount` and the `txpool_` views ([`raw`]),
+//! Otterscan's `ots_` namespace and `erigon_getHeaderByNumber` ([`ots`]),
 //! errors ([`error`]), log queries (`logs`) and polling filters
 //! ([`filters`]); over WebSocket on the same port, with `eth_subscribe`
 //! ([`ws`]).
@@ -25,6 +26,7 @@ pub(crate) mod logs;
 pub mod metrics;
 #[cfg(feature = "offline")]
 pub mod offline;
+pub mod ots;
 pub mod params;
 pub mod parity;
 pub mod pipeline;

@@ -833,14 +833,21 @@ impl Store {
     /// (in-memory) keeps no history and serves its head only. A block
     /// older than the history is [`StoreError::StateUnavailable`].
     pub fn state_at(&self, n: u64) -> Result<StateAt<'_>, StoreError> {
-        let oldest = match self.disk() {
-            Some(db) => db.history_from()?,
-            None => self.head(),
-        };
+        let oldest = self.oldest_state()?;
         if n < oldest {
             return Err(StoreError::StateUnavailable { block: n, oldest });
         }
         Ok(StateAt { store: self, block: n })
+    }
+
+    /// The oldest block whose end state [`Store::state_at`] reads: the
+    /// start of the history kept (`store.history_blocks`), or the head for
+    /// a store without a database.
+    pub fn oldest_state(&self) -> Result<u64, StoreError> {
+        match self.disk() {
+            Some(db) => db.history_from(),
+            None => Ok(self.head()),
+        }
     }
 
     /// Whether state at `n` is read from memory: only without a database.

@@ -37,6 +37,7 @@ mod idle_validators_seal_slowly;
 mod json_rpc_framing;
 mod load_workloads_are_included;
 mod mailbox_bounds_hold;
+mod otterscan_pages_answer;
 mod overload_sheds_and_recovers;
 mod parity_traces_follow_reth;
 mod pool_refuses_overdrafts;

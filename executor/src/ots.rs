@@ -15,7 +15,11 @@
 
 use alloy_primitives::{Address, Bytes, B256};
 use alloy_rpc_types_trace::otterscan::{InternalOperation, OperationType, TraceEntry};
-use revm::context_interface::result::{ExecutionResult, Output};
+use revm::{
+    context::Context,
+    context_interface::result::{EVMError, ExecutionResult, Output},
+    InspectEvm, MainBuilder, MainContext,
+};
 use revm_inspectors::tracing::{
     types::{CallKind, CallTraceNode},
     TracingInspectorConfig,
@@ -24,10 +28,11 @@ use sluice_messages::{BlockHeader, RecoveredTx};
 use sluice_state::StateReader;
 
 use crate::{
+    env::{block_env, cfg_env, tx_env},
     overlay::BlockState,
     parity::{inspected, within, FRAMES},
-    trace::replay,
-    trace_limits::{Budget, TraceLimits},
+    trace::{replay, stopped},
+    trace_limits::{Budget, ParityRecords, TraceLimits},
     ExecConfig, ExecError,
 };
 
@@ -68,14 +73,39 @@ pub fn internal_operations(
 }
 
 /// `ots_getTransactionError`: the data `tx` reverted with (empty if it did
-/// not revert).
+/// not revert). Run without the tracing inspector, as erigon runs it (no
+/// frames are recorded, so none are counted): bounded by the deadline and
+/// the answer's size.
 pub fn transaction_error(
     at: MinedAt<'_>,
     cfg: &ExecConfig,
     tx: &RecoveredTx,
     limits: &TraceLimits,
 ) -> Result<Bytes, ExecError> {
-    let (_, result, budget) = inspect(at, cfg, tx, limits)?;
+    let mut budget = Budget::parity(limits, ParityRecords { frames: false, steps: false });
+    let mut db = BlockState::with_capacity(at.state, 2 * at.before.len() + 2);
+    replay(&mut db, cfg, at.header, at.before, &mut budget)?;
+    if budget.expired() {
+        return Err(stopped(&budget));
+    }
+    let env = tx_env(tx).map_err(|e| ExecError::InvalidCall(e.into()))?;
+    let res = {
+        let mut evm = Context::mainnet()
+            .with_db(&mut db)
+            .with_block(block_env(at.header, cfg.spec))
+            .with_cfg(cfg_env(cfg))
+            .build_mainnet_with_inspector(&mut budget);
+        evm.inspect_tx(env)
+    };
+    // A stopped run unwinds as out of gas: its cause is the budget's.
+    if budget.stopped.is_some() {
+        return Err(stopped(&budget));
+    }
+    let result = match res {
+        Ok(res) => res.result,
+        Err(EVMError::Database(e)) => return Err(e.into()),
+        Err(e) => return Err(ExecError::InvalidCall(e.to_string())),
+    };
     within(revert_data(&result), &budget)
 }
 

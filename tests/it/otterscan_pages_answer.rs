@@ -202,3 +202,52 @@ fn otterscan_block_transaction_and_address_pages_answer() {
         assert_eq!(e["code"], -32601, "{method}: {e}");
     }
 }
+
+/// The history searches stay inside `store.history_blocks`: what happened
+/// before the window answers "missing trie node" as every older read does,
+/// never a scan of the chain; what never happened still answers null.
+#[test]
+fn otterscan_searches_stay_inside_the_history_kept() {
+    let node = TestNode::start(&[("SLUICE_STORE__HISTORY_BLOCKS", "2")], &["--block-time-ms", "50"]);
+    let user = dev(3);
+    let counter = user.address().create(0);
+    let deploy =
+        node.send(&eip1559(&user, 0, TxKind::Create, U256::ZERO, counter_initcode(), 200_000)).unwrap();
+    node.receipt(&deploy);
+    for n in 1..6u64 {
+        node.receipt(&node.send(&transfer(&user, n, PAYEE, 7)).unwrap());
+    }
+    let missing = |method: &str, params: Value| {
+        let err = node.call(method, params).unwrap_err();
+        assert_eq!(err["code"], -32000, "{method}: {err}");
+        let message = err["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("missing trie node"), "{method}: {err}");
+    };
+    missing("ots_getTransactionBySenderAndNonce", json!([user.address(), 0]));
+    missing("ots_getContractCreator", json!([counter]));
+    missing("ots_traceTransaction", json!([deploy]));
+    // Past the last nonce, or no code at all: known from the head alone.
+    assert_eq!(node.ok("ots_getTransactionBySenderAndNonce", json!([user.address(), 6])), Value::Null);
+    assert_eq!(node.ok("ots_getContractCreator", json!([PAYEE])), Value::Null);
+    assert_eq!(node.ok("ots_hasCode", json!([counter, "latest"])), json!(true));
+}
+
+/// A re-execution is bounded as `trace_*` is: past `rpc.trace_max_bytes`
+/// it answers the same error, and the node goes on answering.
+#[test]
+fn otterscan_traces_share_the_trace_size_limit() {
+    let node = TestNode::start(&[("SLUICE_RPC__TRACE_MAX_BYTES", "300")], &["--block-time-ms", "50"]);
+    let owner = dev(0);
+    let deploy =
+        node.send(&eip1559(&owner, 0, TxKind::Create, U256::ZERO, counter_initcode(), 200_000)).unwrap();
+    node.receipt(&deploy);
+    let e = node.call("ots_traceTransaction", json!([deploy])).unwrap_err();
+    let message = e["message"].as_str().unwrap_or_default();
+    assert_eq!(e["code"], -32000, "{e}");
+    assert!(message.starts_with("trace output exceeds rpc.trace_max_bytes (300 bytes)"), "{e}");
+    // The internal operations are read off the same recorded frames, so
+    // they are bounded alike; the revert data needs no frames.
+    let e = node.call("ots_getInternalOperations", json!([deploy])).unwrap_err();
+    assert_eq!(e["code"], -32000, "{e}");
+    assert_eq!(node.ok("ots_getTransactionError", json!([deploy])), json!("0x"));
+}

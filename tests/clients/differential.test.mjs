@@ -10,6 +10,7 @@
 // printed; SUITE_SEED=n repeats it). Run by run.sh with SUITE_RPC_URL set to
 // a fresh node.
 import assert from "node:assert/strict";
+import { createHash, generateKeyPairSync, sign as cryptoSign } from "node:crypto";
 import { after, before, test } from "node:test";
 
 import { Interface, Wallet, getCreateAddress } from "ethers";
@@ -183,4 +184,115 @@ test("a randomized batch: several senders, deploy then call in one block, storag
     }
   }
   await compare(`seed ${seed}`, txs, [...ADDRS, ...fresh, ...contracts.map((c) => c.at)], contracts);
+});
+
+/** `method(params)` on sluice and on anvil: each `{ result }` or `{ error }` (the JSON-RPC error object). */
+async function onBoth(method, params) {
+  const ask = async (url) => {
+    const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    const body = await r.json();
+    return body.error ? { error: body.error } : { result: body.result };
+  };
+  return Promise.all([ask(RPC_URL), ask(anvil.url)]);
+}
+
+/** eth_call of `call` at latest on both; asserts both answer the same result (or both fail) and returns sluice's answer. */
+async function sameCall(label, call) {
+  const [a, b] = await onBoth("eth_call", [call, "latest"]);
+  assert.equal(!!a.error, !!b.error, `${label}: both fail or neither (sluice ${JSON.stringify(a)}, anvil ${JSON.stringify(b)})`);
+  if (!a.error) assert.equal(a.result, b.result, `${label}: the same return data`);
+  return a;
+}
+
+const word = (n) => BigInt(n).toString(16).padStart(64, "0");
+
+test("Osaka: CLZ, P256VERIFY, and MODEXP's EIP-7823 bounds agree with anvil", async () => {
+  // CLZ (EIP-7939, 0x1e): initcode PUSH32 x CLZ PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN, run by eth_call
+  // as a creation: its return data is the count of leading zero bits of x.
+  const clz = (x) => "0x7f" + word(x) + "1e" + "600052" + "60206000f3";
+  const inputs = [0n, 1n, 2n, 0xffn, 1n << 128n, (1n << 255n) - 1n, 1n << 255n, (1n << 256n) - 1n, 0x00000000000000000000000000000000000000000000000000000000deadbeefn];
+  for (const x of inputs) {
+    const { result } = await sameCall(`CLZ(${x})`, { from: ADDRS[0], data: clz(x) });
+    const want = x === 0n ? 256n : 255n - BigInt(x.toString(2).length - 1);
+    assert.equal(BigInt(result), want, `CLZ(${x})`);
+  }
+  // CLZ's gas (3, as ADD): the same estimate on both.
+  const [ea, eb] = await onBoth("eth_estimateGas", [{ from: ADDRS[0], data: clz(1n << 200n) }]);
+  assert.equal(ea.result, eb.result, "CLZ: the same gas estimate");
+
+  // P256VERIFY (EIP-7951, at 0x100): hash || r || s || x || y, 160 bytes;
+  // 32 bytes of 1 when valid, empty return data otherwise (never a failure).
+  const P256 = "0x0000000000000000000000000000000000000100";
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+  const message = Buffer.from("sluice differential: P256VERIFY");
+  const hash = createHash("sha256").update(message).digest();
+  const sig = cryptoSign("sha256", message, { key: privateKey, dsaEncoding: "ieee-p1363" }); // r || s
+  const jwk = publicKey.export({ format: "jwk" });
+  const xy = Buffer.concat([Buffer.from(jwk.x, "base64url"), Buffer.from(jwk.y, "base64url")]);
+  const input = (h, s, k) => "0x" + Buffer.concat([h, s, k]).toString("hex");
+  const good = await sameCall("P256VERIFY, a valid signature", { to: P256, data: input(hash, sig, xy) });
+  assert.equal(good.result, "0x" + word(1), "P256VERIFY: valid");
+  const badHash = Buffer.from(hash);
+  badHash[0] ^= 1;
+  const bad = await sameCall("P256VERIFY, another hash", { to: P256, data: input(badHash, sig, xy) });
+  assert.equal(bad.result, "0x", "P256VERIFY: invalid is empty");
+  const badKey = Buffer.from(xy);
+  badKey[63] ^= 1; // y off the curve
+  assert.equal((await sameCall("P256VERIFY, a point off the curve", { to: P256, data: input(hash, sig, badKey) })).result, "0x");
+  assert.equal((await sameCall("P256VERIFY, 159 bytes", { to: P256, data: input(hash, sig, xy).slice(0, -2) })).result, "0x");
+  const [pa, pb] = await onBoth("eth_estimateGas", [{ to: P256, data: input(hash, sig, xy) }]);
+  assert.equal(pa.result, pb.result, "P256VERIFY: the same gas estimate");
+  const bytes = Buffer.from(input(hash, sig, xy).slice(2), "hex");
+  const zeros = BigInt(bytes.filter((b) => b === 0).length);
+  const calldata = 4n * zeros + 16n * (BigInt(bytes.length) - zeros);
+  assert.equal(BigInt(pa.result), 21000n + calldata + 6900n, "P256VERIFY costs 6900 (EIP-7951)");
+
+  // MODEXP (EIP-7823): each of base, exponent and modulus at most 1024
+  // bytes; past it the precompile fails (all gas used). Only the failure is
+  // compared: the words differ (anvil: -32603 "EVM error PrecompileError";
+  // sluice: revm's "PrecompileErrorWithContext(...)"; geth 1.16 names the
+  // length, core/vm/contracts.go: "base length is too large", ...).
+  const MODEXP = "0x0000000000000000000000000000000000000005";
+  const modexp = (bl, el, ml, fill = "03") => "0x" + word(bl) + word(el) + word(ml) + fill.repeat(bl + el + ml);
+  const small = await sameCall("MODEXP 3^3 mod 3 (1 byte each)", { to: MODEXP, data: modexp(1, 1, 1) });
+  assert.equal(small.result, "0x00");
+  const atBound = await sameCall("MODEXP, 1024-byte base", { to: MODEXP, data: modexp(1024, 1, 1), gas: "0x1000000" });
+  assert.ok(!atBound.error, "a 1024-byte base is within the bound");
+  for (const [label, data] of [
+    ["1025-byte base", modexp(1025, 1, 1)],
+    ["1025-byte exponent", modexp(1, 1025, 1)],
+    ["1025-byte modulus", modexp(1, 1, 1025)],
+    ["a 2^255 length, no data", "0x" + word(1n << 255n) + word(1) + word(1)],
+  ]) {
+    const r = await sameCall(`MODEXP, ${label}`, { to: MODEXP, data, gas: "0x1000000" });
+    assert.ok(r.error, `MODEXP, ${label}: fails`);
+  }
+});
+
+// Last: anvil keeps the transaction this sends in its pool.
+test("Osaka: a transaction over the EIP-7825 gas cap (2^24) is refused at admission, in geth's words", async () => {
+  // A nonce far ahead: admitted, it would wait in the pool, never run; so
+  // the refusal is the cap's, checked before the nonce (geth's
+  // ValidateTransaction, stateless, before ValidateTransactionWithState).
+  const tx = {
+    type: 2,
+    chainId: CHAIN_ID,
+    nonce: nonces[5] + 1000,
+    maxFeePerGas: 2n * GWEI,
+    maxPriorityFeePerGas: 2n * GWEI,
+    to: ADDRS[1],
+    value: 1n,
+  };
+  const over = await wallets[5].signTransaction({ ...tx, gasLimit: (1n << 24n) + 1n });
+  const [sa, sb] = await onBoth("eth_sendRawTransaction", [over]);
+  // geth 1.16, core/txpool/validation.go: fmt.Errorf("%w (cap: %d, tx: %d)", core.ErrGasLimitTooHigh, params.MaxTxGas, tx.Gas()).
+  assert.equal(sa.error?.message, `transaction gas limit too high (cap: 16777216, tx: ${(1n << 24n) + 1n})`, JSON.stringify(sa));
+  // anvil 1.7.1 departs from geth here: it admits the transaction (and
+  // mines it, with its nonce in order: it does not apply EIP-7825's cap
+  // with --hardfork osaka). Followed: geth. If anvil refuses too, that is
+  // compared.
+  if (sb.error) assert.match(sb.error.message, /gas/i, `anvil's refusal names the gas: ${JSON.stringify(sb)}`);
+  // At the cap exactly: not over it, so no cap refusal on sluice.
+  const [ca] = await onBoth("eth_sendRawTransaction", [await wallets[5].signTransaction({ ...tx, nonce: nonces[5] + 1001, gasLimit: 1n << 24n })]);
+  assert.ok(!/gas limit too high/.test(ca.error?.message ?? ""), `at the cap: ${JSON.stringify(ca)}`);
 });

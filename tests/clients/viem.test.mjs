@@ -1,7 +1,7 @@
 // viem against sluice: public and wallet clients over HTTP, an ERC-20,
-// revert reasons, geth-classified errors, and watchBlocks /
-// watchContractEvent over WebSocket. Run by run.sh with SUITE_RPC_URL set to
-// a fresh node.
+// revert reasons, geth-classified errors, watchBlocks / watchContractEvent
+// over WebSocket, and simulateCalls (eth_simulateV1) against execution. Run
+// by run.sh with SUITE_RPC_URL set to a fresh node.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -270,3 +270,41 @@ test("viem: watchBlocks and watchContractEvent over WebSocket get every block an
   }
 });
 
+
+test("viem: simulateCalls (eth_simulateV1) of a transfer and an ERC-20 call gives what executing them gives", async () => {
+  const to = freshAddress(77);
+  const value = 12_345n * 10n ** 12n;
+  const calls = [
+    { to, value },
+    { to: token, abi, functionName: "transfer", args: [ADDRS[2], 777n] },
+    { to: token, abi, functionName: "balanceOf", args: [ADDRS[2]] },
+  ];
+  const before = await publicClient.readContract({ address: token, abi, functionName: "balanceOf", args: [ADDRS[2]] });
+  const { results, block } = await publicClient.simulateCalls({ account: ADDRS[0], calls });
+  assert.equal(results.length, 3);
+  for (const [i, r] of results.entries()) assert.equal(r.status, "success", `call ${i}: ${r.error}`);
+  assert.equal(results[0].gasUsed, 21000n, "a plain transfer");
+  assert.equal(results[0].data, "0x");
+  assert.equal(results[1].result, true, "transfer() returned true");
+  assert.equal(results[2].result, before + 777n, "the later call sees the earlier one's effect");
+  assert.equal(results[1].logs.length, 1);
+  const simulated = decodeEventLog({ abi, ...results[1].logs[0] });
+  assert.deepEqual(simulated.args, { from: ADDRS[0], to: ADDRS[2], value: 777n });
+  assert.ok(block.number > 0n);
+  // Nothing was sent.
+  assert.equal(await publicClient.getBalance({ address: to }), 0n);
+
+  // Executing the same calls, in the same order, gives the same outcome.
+  const pay = await publicClient.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to, value }) });
+  const send = await publicClient.waitForTransactionReceipt({
+    hash: await wallet.writeContract({ address: token, abi, functionName: "transfer", args: [ADDRS[2], 777n] }),
+  });
+  assert.equal(pay.status, "success");
+  assert.equal(send.status, "success");
+  assert.equal(pay.gasUsed, results[0].gasUsed, "the transfer's gas");
+  assert.equal(send.gasUsed, results[1].gasUsed, "the ERC-20 call's gas");
+  const strip = (l) => ({ address: l.address.toLowerCase(), topics: l.topics, data: l.data });
+  assert.deepEqual(send.logs.map(strip), results[1].logs.map(strip), "the same log");
+  assert.equal(await publicClient.getBalance({ address: to }), value);
+  assert.equal(await publicClient.readContract({ address: token, abi, functionName: "balanceOf", args: [ADDRS[2]] }), results[2].result);
+});

@@ -2,8 +2,10 @@
 // tool, sends a script's transactions with several in flight, so nonces
 // arrive out of order and the node must hold a nonce above the sender's
 // next until the gap fills (as geth does). Run by run.sh with SUITE_RPC_URL
-// set to a fresh node. The project is forge/ (solcjs behind forge/solc,
-// offline).
+// set to a fresh node. Then `forge test --fork-url` under the `osaka`
+// profile (forge/test/OsakaFork.t.sol): Osaka's opcodes and precompiles in
+// forge's EVM, over state read from sluice. The project is forge/ (solcjs
+// 0.8.37 behind forge/solc, offline; osaka and `clz` need solc >= 0.8.31).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -21,6 +23,9 @@ const PROJECT = join(here, "forge");
 const arch = { x64: "amd64", arm64: "arm64" }[process.arch];
 const pkg = `@foundry-rs/forge-${process.platform}-${arch}/package.json`;
 const FORGE = join(dirname(createRequire(import.meta.url).resolve(pkg)), "bin", "forge");
+
+/** The last run's final registry and the one before it, for the fork test. */
+let lastRun;
 
 test("forge script --broadcast deploys 12 transactions in flight, three runs in a row", async () => {
   const deployer = ADDRS[5];
@@ -45,5 +50,20 @@ test("forge script --broadcast deploys 12 transactions in flight, three runs in 
     const last = creates[7].contractAddress;
     const previous = await rpc("eth_call", [{ to: last, data: id("previous()").slice(0, 10) }, "latest"]);
     assert.equal(BigInt(previous), BigInt(creates[6].contractAddress));
+    lastRun = { last, previous: creates[6].contractAddress };
   }
+});
+
+test("forge test --fork-url on Osaka (evm_version = \"osaka\"): CLZ, P256VERIFY, MODEXP's bounds, and a registry the script deployed read from sluice", async () => {
+  assert.ok(lastRun, "the script ran");
+  const out = execFileSync(FORGE, ["test", "--fork-url", RPC_URL, "--root", PROJECT, "-vv"], {
+    cwd: PROJECT,
+    encoding: "utf8",
+    timeout: 180000,
+    env: { ...process.env, FOUNDRY_PROFILE: "osaka", LAST_REGISTRY: lastRun.last, PREVIOUS_REGISTRY: lastRun.previous },
+  });
+  for (const t of ["test_clz()", "test_p256verify()", "test_modexp_bounds()", "test_forked_state()"]) {
+    assert.match(out, new RegExp(`\\[PASS\\] ${t.replace(/[()]/g, "\\$&")}`), out);
+  }
+  assert.match(out, /4 tests passed, 0 failed/, out);
 });

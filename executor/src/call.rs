@@ -90,8 +90,45 @@ pub fn call(
     let mut sim = Simulator::new(state, cfg, limits, header, req)?;
     match sim.run(req.gas.unwrap_or(header.gas_limit))? {
         Run::Invalid(e) => Err(ExecError::InvalidCall(invalid_message(&e))),
-        Run::Done(result) => Ok(outcome(result, sim.evm.inspector.last_opcode())),
+        Run::Done(result) => {
+            let precompile_failed = matches!(
+                result,
+                ExecutionResult::Halt {
+                    reason: HaltReason::PrecompileError | HaltReason::PrecompileErrorWithContext(_),
+                    ..
+                }
+            );
+            let mut out = outcome(result, sim.evm.inspector.last_opcode());
+            if precompile_failed && cfg.spec.has_osaka_caps() {
+                if let Some(why) = modexp_bound(req) {
+                    out.halt_reason = Some(why.into());
+                }
+            }
+            Ok(out)
+        }
     }
+}
+
+/// geth's words for a MODEXP call (`0x05`) past EIP-7823's 1,024-byte
+/// bound on a length (revm's own names no length), checked in geth's order;
+/// `None` for any other call.
+fn modexp_bound(req: &CallRequest) -> Option<&'static str> {
+    if req.to != Some(Address::with_last_byte(5)) {
+        return None;
+    }
+    // Lengths are 32-byte big-endian words, the input zero-padded.
+    let length = |i: usize| {
+        let mut word = [0u8; 32];
+        for (j, b) in word.iter_mut().enumerate() {
+            *b = req.input.get(i * 32 + j).copied().unwrap_or(0);
+        }
+        U256::from_be_bytes(word)
+    };
+    let bound = U256::from(1024);
+    [(0, "base length is too large"), (1, "exponent length is too large"), (2, "modulus length is too large")]
+        .into_iter()
+        .find(|(i, _)| length(*i) > bound)
+        .map(|(_, why)| why)
 }
 
 /// Estimates the gas a call needs, like geth: the smallest gas limit at which
@@ -369,6 +406,9 @@ pub(crate) fn halt_message(reason: &HaltReason, opcode: u8) -> String {
         HaltReason::CreateContractStartingWithEF => "invalid code: must not begin with 0xef".into(),
         HaltReason::NonceOverflow => "nonce uint64 overflow".into(),
         HaltReason::OutOfOffset => "return data out of bounds".into(),
+        // A precompile's own words, not revm's debug form of them.
+        HaltReason::PrecompileError => "precompile error".into(),
+        HaltReason::PrecompileErrorWithContext(why) => why.clone(),
         other => format!("{other:?}"),
     }
 }

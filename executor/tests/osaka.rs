@@ -111,6 +111,16 @@ fn modexp_refuses_inputs_past_1024_bytes_on_osaka_and_costs_more() {
     let big = modexp_input(&[7u8; 1025], &[3], &[13]);
     let out = call_on(Spec::Osaka, MODEXP, big.clone());
     assert!(!out.success, "{out:?}");
+    // In geth's words, naming the length past the bound (geth checks base,
+    // exponent, modulus in that order).
+    assert_eq!(out.halt_reason.as_deref(), Some("base length is too large"));
+    for (input, why) in [
+        (modexp_input(&[7], &[3u8; 1025], &[13]), "exponent length is too large"),
+        (modexp_input(&[7], &[3], &[13u8; 1025]), "modulus length is too large"),
+        (modexp_input(&[7u8; 1025], &[3u8; 1025], &[13]), "base length is too large"),
+    ] {
+        assert_eq!(call_on(Spec::Osaka, MODEXP, input).halt_reason.as_deref(), Some(why));
+    }
     let out = call_on(Spec::Prague, MODEXP, big);
     assert!(out.success && out.output.len() == 1, "{out:?}");
     // 1,024 bytes is still within the bound.

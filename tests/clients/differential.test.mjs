@@ -256,24 +256,24 @@ test("Osaka: CLZ, P256VERIFY, and MODEXP's EIP-7823 bounds agree with anvil", as
   assert.equal(BigInt(pa.result), 21000n + calldata + 6900n, "P256VERIFY costs 6900 (EIP-7951)");
 
   // MODEXP (EIP-7823): each of base, exponent and modulus at most 1024
-  // bytes; past it the precompile fails (all gas used). Only the failure is
-  // compared: the words differ (anvil: -32603 "EVM error PrecompileError";
-  // sluice: revm's "PrecompileErrorWithContext(...)"; geth 1.16 names the
-  // length, core/vm/contracts.go: "base length is too large", ...).
+  // bytes; past it the precompile fails (all gas used). Both fail; the
+  // words differ: anvil -32603 "EVM error PrecompileError", sluice geth's
+  // (1.16, core/vm/contracts.go: the first length past the bound named).
   const MODEXP = "0x0000000000000000000000000000000000000005";
   const modexp = (bl, el, ml, fill = "03") => "0x" + word(bl) + word(el) + word(ml) + fill.repeat(bl + el + ml);
   const small = await sameCall("MODEXP 3^3 mod 3 (1 byte each)", { to: MODEXP, data: modexp(1, 1, 1) });
   assert.equal(small.result, "0x00");
   const atBound = await sameCall("MODEXP, 1024-byte base", { to: MODEXP, data: modexp(1024, 1, 1), gas: "0x1000000" });
   assert.ok(!atBound.error, "a 1024-byte base is within the bound");
-  for (const [label, data] of [
-    ["1025-byte base", modexp(1025, 1, 1)],
-    ["1025-byte exponent", modexp(1, 1025, 1)],
-    ["1025-byte modulus", modexp(1, 1, 1025)],
-    ["a 2^255 length, no data", "0x" + word(1n << 255n) + word(1) + word(1)],
+  for (const [label, data, why] of [
+    ["1025-byte base", modexp(1025, 1, 1), "base length is too large"],
+    ["1025-byte exponent", modexp(1, 1025, 1), "exponent length is too large"],
+    ["1025-byte modulus", modexp(1, 1, 1025), "modulus length is too large"],
+    ["a 2^255 length, no data", "0x" + word(1n << 255n) + word(1) + word(1), "base length is too large"],
   ]) {
     const r = await sameCall(`MODEXP, ${label}`, { to: MODEXP, data, gas: "0x1000000" });
     assert.ok(r.error, `MODEXP, ${label}: fails`);
+    assert.equal(r.error.message, why, `MODEXP, ${label}: geth's words`);
   }
 });
 

@@ -48,6 +48,16 @@ pub enum ProposalError {
         /// The block gas limit.
         limit: u64,
     },
+    /// The same transaction (by hash) twice: an honest proposer's pool
+    /// holds each once, and every copy after the first would be stored and
+    /// skipped by every validator.
+    #[error("transaction {index} repeats transaction {first}")]
+    Duplicate {
+        /// The repeat's position in the block.
+        index: usize,
+        /// The first copy's position.
+        first: usize,
+    },
     /// The block's RLP size is past EIP-7934's cap (Osaka on).
     #[error("block RLP-encoded size {size} exceeds maximum {limit}")]
     BlockOversized {
@@ -66,12 +76,13 @@ impl ProposalError {
             ProposalError::Tx { error, .. } => error.outcome(),
             ProposalError::GasOverBlock { .. } => "block_gas",
             ProposalError::BlockOversized { .. } => "block_size",
+            ProposalError::Duplicate { .. } => "duplicate",
         }
     }
 }
 
 /// Every label [`ProposalError::reason`] can answer (for zeroed metrics).
-pub const PROPOSAL_REFUSAL_REASONS: [&str; 12] = [
+pub const PROPOSAL_REFUSAL_REASONS: [&str; 13] = [
     "oversized",
     "invalid",
     "type_not_supported",
@@ -84,6 +95,7 @@ pub const PROPOSAL_REFUSAL_REASONS: [&str; 12] = [
     "invalid_sender",
     "block_gas",
     "block_size",
+    "duplicate",
 ];
 
 /// Checks a proposal's transactions in block order: each decodes exactly
@@ -110,9 +122,14 @@ pub fn check_proposal_txs(
         }
     }
     let mut decoded: Vec<TxEnvelope> = Vec::with_capacity(raws.len());
+    let mut seen: alloy_primitives::map::B256Map<usize> = Default::default();
     let mut declared = 0u64;
     for (index, raw) in raws.iter().enumerate() {
         let tx = check_unsigned(raw, rules).map_err(|error| ProposalError::Tx { index, error })?;
+        if let Some(&first) = seen.get(tx.tx_hash()) {
+            return Err(ProposalError::Duplicate { index, first });
+        }
+        seen.insert(*tx.tx_hash(), index);
         declared = declared.saturating_add(tx.gas_limit());
         if declared > rules.block_gas_limit {
             return Err(ProposalError::GasOverBlock { index, declared, limit: rules.block_gas_limit });

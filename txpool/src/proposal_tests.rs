@@ -46,6 +46,7 @@ fn refused_at(raws: &[Bytes]) -> (usize, &'static str) {
     match check(raws).unwrap_err() {
         e @ ProposalError::Tx { index, .. } => (index, e.reason()),
         e @ ProposalError::GasOverBlock { index, .. } => (index, e.reason()),
+        e @ ProposalError::Duplicate { index, .. } => (index, e.reason()),
         e @ ProposalError::BlockOversized { .. } => (usize::MAX, e.reason()),
     }
 }
@@ -110,6 +111,14 @@ fn gas_below_intrinsic_and_fees_below_the_base_fee_are_refused() {
 }
 
 #[test]
+fn a_transaction_twice_is_refused() {
+    let raws = [raw(tx(0)), raw(tx(1)), raw(tx(0))];
+    assert_eq!(refused_at(&raws), (2, "duplicate"));
+    assert_eq!(check(&raws).unwrap_err().to_string(), "transaction 2 repeats transaction 0");
+    check(&raws[..2]).unwrap();
+}
+
+#[test]
 fn declared_gas_over_the_block_limit_is_refused() {
     // Each fits alone; the third takes the sum past 30M.
     let big = |n| raw(TxEip1559 { gas_limit: 10_000_001, ..tx(n) });
@@ -117,7 +126,7 @@ fn declared_gas_over_the_block_limit_is_refused() {
     assert_eq!(refused_at(&raws), (2, "block_gas"));
     check(&raws[..2]).unwrap();
     // Exactly the limit is fine.
-    let exact = [10_000_000, 10_000_000, 10_000_000].map(|g| raw(TxEip1559 { gas_limit: g, ..tx(0) }));
+    let exact = [0, 1, 2].map(|n| raw(TxEip1559 { gas_limit: 10_000_000, ..tx(n) }));
     check(&exact).unwrap();
 }
 

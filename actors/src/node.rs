@@ -106,6 +106,7 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
             code: cfg.store.code_cache_bytes,
         },
         history_blocks: cfg.store.history_blocks,
+        address_index: cfg.store.address_index,
         fail_commit_at: cfg.store.inject_commit_failure_at_height,
         // Not configurable: the store's own tests inject read failures.
         fail_read_at: 0,

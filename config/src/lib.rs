@@ -128,6 +128,7 @@ impl Default for Config {
                 max_logs_block_range: 10_000,
                 max_logs_results: 20_000,
                 max_fee_history_blocks: 1024,
+                ots_max_page_txs: 25,
                 ws_max_connections: 256,
                 ws_max_subscriptions_per_connection: 128,
                 ws_max_lag_blocks: 64,
@@ -199,6 +200,7 @@ impl Default for Config {
                 storage_cache_bytes: 128 * 1024 * 1024,
                 code_cache_bytes: 64 * 1024 * 1024,
                 history_blocks: 0,
+                address_index: false,
                 inject_commit_failure_at_height: 0,
                 inject_app_hash_divergence_at_height: 0,
             },
@@ -300,7 +302,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 55] = [
+        let positive: [(&str, u64); 56] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -321,6 +323,7 @@ impl Config {
             ("rpc.read_timeout_ms", self.rpc.read_timeout_ms),
             ("rpc.write_timeout_ms", self.rpc.write_timeout_ms),
             ("rpc.ws_max_connections", self.rpc.ws_max_connections as u64),
+            ("rpc.ots_max_page_txs", self.rpc.ots_max_page_txs),
             ("rpc.send_sync_timeout_ms", self.rpc.send_sync_timeout_ms),
             ("rpc.pending_feed_txs", self.rpc.pending_feed_txs as u64),
             ("rpc.send_sync_max_timeout_ms", self.rpc.send_sync_max_timeout_ms),
@@ -638,6 +641,22 @@ mod tests {
 
     fn env_of(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// The address index is off unless asked for, and Otterscan's search
+    /// page is bounded (a bound of 0 would refuse every page).
+    #[test]
+    fn the_address_index_is_opt_in_and_the_search_page_is_bounded() {
+        let cfg = Config::load(None, no_env(), &Overrides::default()).unwrap();
+        assert!(!cfg.store.address_index);
+        assert_eq!(cfg.rpc.ots_max_page_txs, 25, "Otterscan's page");
+        let env = env_of(&[("SLUICE_STORE__ADDRESS_INDEX", "true"), ("SLUICE_RPC__OTS_MAX_PAGE_TXS", "100")]);
+        let cfg = Config::load(None, env, &Overrides::default()).unwrap();
+        assert!(cfg.store.address_index);
+        assert_eq!(cfg.rpc.ots_max_page_txs, 100);
+        let err = Config::load(None, env_of(&[("SLUICE_RPC__OTS_MAX_PAGE_TXS", "0")]), &Overrides::default())
+            .unwrap_err();
+        assert!(err.to_string().contains("rpc.ots_max_page_txs must be greater than 0"), "{err}");
     }
 
     /// A timeout or interval of 0 would turn its guard off (actix has no

@@ -106,6 +106,11 @@ pub struct RpcConfig {
     pub max_logs_results: usize,
     /// Most blocks per `eth_feeHistory` answer.
     pub max_fee_history_blocks: u64,
+    /// Most transactions one `ots_searchTransactionsBefore`/`After` page
+    /// asks for (its `pageSize`; Otterscan asks for 25); a larger page is
+    /// refused, as erigon refuses it. A page may hold a few more, to
+    /// finish its last block.
+    pub ots_max_page_txs: u64,
     /// Open WebSocket connections, across workers; a handshake past it is
     /// answered HTTP 503.
     pub ws_max_connections: usize,
@@ -366,6 +371,11 @@ pub struct StoreConfig {
     /// State history kept: reads answer at the last this many blocks
     /// (like a geth full node's 128); 0 keeps every block's.
     pub history_blocks: u64,
+    /// Write the address index (each address's transactions, for
+    /// Otterscan's `ots_searchTransactionsBefore`/`After`) with every
+    /// committed block. Off by default: its cost to the commit path is not
+    /// measured yet. Blocks committed while it is off are never indexed.
+    pub address_index: bool,
     /// Fault injection: the commit of this height fails (0 = never).
     pub inject_commit_failure_at_height: u64,
     /// Fault injection: this height's app hash is perturbed, and so every

@@ -19,8 +19,12 @@
 //!   (`store.history_blocks`): an answer older than it is "missing trie
 //!   node", as every other history read answers.
 //!
-//! `ots_searchTransactionsBefore`/`After` need an index of each address's
-//! transactions that sluice does not keep: they are not served (-32601).
+//! - Address history: `ots_searchTransactionsBefore`/`After`, one page of
+//!   an address's transactions from the store's address index
+//!   ([`sluice_store::address_index`], `store.address_index`), which holds
+//!   senders, call recipients and created contracts but not internal
+//!   calls (erigon indexes those too). With the index off they answer
+//!   -32000 naming `store.address_index`.
 
 use alloy_primitives::{Address, KECCAK256_EMPTY, U256};
 use serde_json::{json, Value};
@@ -29,7 +33,9 @@ use sluice_executor::{
     trace_limits::TraceLimits,
     Deadline,
 };
-use sluice_store::{StateReader, StoredBlock};
+use std::sync::Arc;
+
+use sluice_store::{AddressScan, StateReader, StoredBlock};
 
 use super::{
     error::{RpcError, SERVER_ERROR},
@@ -52,6 +58,8 @@ pub const METHODS: &[&str] = &[
     "ots_getBlockDetailsByHash",
     "ots_getBlockTransactions",
     "ots_getTransactionBySenderAndNonce",
+    "ots_searchTransactionsBefore",
+    "ots_searchTransactionsAfter",
     "erigon_getHeaderByNumber",
 ];
 
@@ -88,8 +96,82 @@ pub fn call(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Value, RpcErro
             crate::sync::state_readable(&s.store)?;
             transaction_by_sender_and_nonce(s, sender, nonce)
         }
+        "ots_searchTransactionsBefore" | "ots_searchTransactionsAfter" => {
+            let (address, number, size) = (p.address(0)?, p.u64(1)?, p.u64(2)?);
+            let before = method.ends_with("Before");
+            search_transactions(s, address, before, number, size)
+        }
         other => Err(RpcError::method_not_found(other)),
     }
+}
+
+/// What the searches answer while the store keeps no address index.
+pub const NO_ADDRESS_INDEX: &str =
+    "ots_searchTransactionsBefore/After need the address index, which is off: \
+     start the node with store.address_index = true (SLUICE_STORE__ADDRESS_INDEX=true); blocks committed \
+     while it was off are not indexed";
+
+/// `ots_searchTransactionsBefore` (`before`: blocks below `number`, 0 from
+/// the head, newest first) and `ots_searchTransactionsAfter` (blocks above
+/// `number`, 0 from genesis, oldest first), as erigon answers them: the
+/// page (`size` transactions, or a few more to finish the last block),
+/// newest first in both, each transaction whole with its receipt and its
+/// block's `timestamp` (a JSON number, as erigon's); `firstPage` when
+/// the page holds the newest transaction, `lastPage` when it holds the
+/// oldest (erigon's: Before from the head is the first page, After from
+/// genesis the last).
+fn search_transactions(
+    s: &RpcState,
+    address: Address,
+    before: bool,
+    number: u64,
+    size: u64,
+) -> Result<Value, RpcError> {
+    if !s.store.indexes_addresses() {
+        return Err(RpcError::new(SERVER_ERROR, NO_ADDRESS_INDEX));
+    }
+    let max = s.limits.ots_max_page_txs;
+    if size > max {
+        return Err(RpcError::new(
+            SERVER_ERROR,
+            format!("max allowed page size: {max} (pageSize {size}; rpc.ots_max_page_txs)"),
+        ));
+    }
+    let scan = match (before, number) {
+        (true, 0) => AddressScan::Before(u64::MAX),
+        (true, n) => AddressScan::Before(n),
+        (false, n) => AddressScan::After(n),
+    };
+    let page = s.store.address_transactions(&address, scan, usize::try_from(size).unwrap_or(usize::MAX))?;
+    let mut found = page.found;
+    if !before {
+        found.reverse();
+    }
+    let (mut txs, mut receipts) = (Vec::with_capacity(found.len()), Vec::with_capacity(found.len()));
+    let mut block: Option<Arc<StoredBlock>> = None;
+    for (n, i) in found {
+        let b = match block.take() {
+            Some(b) if b.block.header.number == n => b,
+            _ => match s.store.try_block(n)? {
+                Some(b) => b,
+                None => return Err(RpcError::new(SERVER_ERROR, format!("indexed block {n} not found"))),
+            },
+        };
+        let i = i as usize;
+        let (Some(r), Some(tx)) = (b.receipts.get(i), crate::eth::committed_tx(&b, i)) else {
+            return Err(RpcError::new(
+                SERVER_ERROR,
+                format!("indexed transaction {i} of block {n} not found"),
+            ));
+        };
+        let mut receipt = format::receipt(&b, r, format::first_log_index(&b, i));
+        receipt["timestamp"] = json!(b.block.header.timestamp);
+        txs.push(tx);
+        receipts.push(receipt);
+        block = Some(b);
+    }
+    let (first, last) = if before { (number == 0, !page.more) } else { (!page.more, number == 0) };
+    Ok(json!({"txs": txs, "receipts": receipts, "firstPage": first, "lastPage": last}))
 }
 
 /// Answers one of [`CALL_METHODS`] on this thread (a call worker) by

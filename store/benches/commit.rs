@@ -157,6 +157,7 @@ fn opts(dir: &std::path::Path, sync_every: u32, workers: usize) -> DurableOption
         },
         state_cache: sluice_store::CacheBytes::default(),
         history_blocks: 0,
+        address_index: false,
         fail_commit_at: 0,
         fail_read_at: 0,
         diverge_at: 0,

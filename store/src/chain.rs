@@ -148,6 +148,9 @@ pub struct DurableOptions {
     pub state_cache: CacheBytes,
     /// State history kept, in blocks (0: all); see [`crate::history`].
     pub history_blocks: u64,
+    /// Write the address index ([`crate::address_index`]) with each block
+    /// committed (`store.address_index`).
+    pub address_index: bool,
     /// Fault injection: the commit of this height fails (0 = never).
     pub fail_commit_at: u64,
     /// Fault injection: every read of this height's block from the
@@ -315,6 +318,7 @@ impl Store {
         };
         let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_limits)?;
         db.keep_history_blocks(opts.history_blocks);
+        db.index_addresses(opts.address_index);
         let head = match loaded {
             None => {
                 let (block, changes) = genesis_block(genesis);
@@ -471,6 +475,36 @@ impl Store {
             return Ok(None);
         }
         Ok(self.try_block(loc.block)?.map(|b| (b, loc.index as usize)))
+    }
+
+    /// Whether this store writes the address index (a durable store opened
+    /// with `address_index`): only then does
+    /// [`Store::address_transactions`] find anything.
+    pub fn indexes_addresses(&self) -> bool {
+        self.disk().is_some_and(|db| db.indexes_addresses())
+    }
+
+    /// One page of `address`'s committed transactions from the address
+    /// index, as (block, receipt index) in the search's order; empty for a
+    /// store without a database. Rows of blocks above the head (written,
+    /// not yet reported committed) are left out.
+    pub fn address_transactions(
+        &self,
+        address: &Address,
+        scan: crate::AddressScan,
+        page: usize,
+    ) -> Result<crate::AddressPage, StoreError> {
+        let head = self.head();
+        let found = self.read_disk(|db| db.address_transactions(address, scan, page).map(Some))?;
+        let mut found = found.unwrap_or_default();
+        if found.found.iter().any(|&(block, _)| block > head) {
+            found.found.retain(|&(block, _)| block <= head);
+            // Newer rows only lie past the head in the After direction.
+            if matches!(scan, crate::AddressScan::After(_)) {
+                found.more = false;
+            }
+        }
+        Ok(found)
     }
 
     /// Reads of the database that failed without finding damage (an I/O

@@ -40,6 +40,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         db_limits: crate::DbLimits { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20, worker_threads: 1 },
         state_cache: crate::CacheBytes::default(),
         history_blocks: 0,
+        address_index: false,
         fail_commit_at: 0,
         fail_read_at: 0,
         diverge_at: 0,
@@ -507,4 +508,136 @@ fn write_buffers_stay_within_the_configured_budget_on_an_existing_data_dir() {
     }
     drop(store);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A receipt of `from`'s transaction `index`, to `to` (a creation when
+/// `None`, making `created`).
+fn receipt(
+    index: u32,
+    from: Address,
+    to: Option<Address>,
+    created: Option<Address>,
+) -> sluice_messages::Receipt {
+    sluice_messages::Receipt {
+        tx_hash: B256::repeat_byte(index as u8 + 1),
+        tx_type: 2,
+        index,
+        from,
+        to,
+        contract_address: created,
+        success: true,
+        gas_used: 21_000,
+        cumulative_gas_used: 21_000 * (u64::from(index) + 1),
+        effective_gas_price: 7,
+        logs: vec![],
+        output: Bytes::new(),
+    }
+}
+
+/// Commits blocks 1..=6 where `a` sends in blocks 1, 2 (twice), 4 and 6,
+/// `b` receives `a`'s calls, `a` creates `c` in block 4, and `b` sends
+/// to itself in block 5.
+fn build_with_receipts(store: &Store, a: Address, b: Address, c: Address) {
+    for n in 1..=6u64 {
+        let mut executed = block(&store.head_block(), n);
+        executed.receipts = match n {
+            1 | 6 => vec![receipt(0, a, Some(b), None)],
+            2 => vec![
+                receipt(0, a, Some(b), None),
+                receipt(1, Address::repeat_byte(9), Some(c), None),
+                receipt(2, a, Some(b), None),
+            ],
+            4 => vec![receipt(0, a, None, Some(c))],
+            5 => vec![receipt(0, b, Some(b), None)],
+            _ => vec![],
+        };
+        executed.raw_index = (0..executed.receipts.len() as u32).collect();
+        store.commit(&executed).unwrap();
+    }
+}
+
+#[test]
+fn the_address_index_lists_senders_recipients_and_created_contracts_by_page() {
+    use crate::{AddressPage, AddressScan};
+    let (a, b, c) = (Address::repeat_byte(0xa), Address::repeat_byte(0xb), Address::repeat_byte(0xc));
+    let dir = temp_dir("address-index");
+    let store = Store::open(
+        &genesis(1),
+        &DurableOptions { address_index: true, ..opts(&dir, SyncPolicy::EveryBlock) },
+    )
+    .unwrap();
+    assert!(store.indexes_addresses());
+    build_with_receipts(&store, a, b, c);
+    let all = |addr: &Address, scan| store.address_transactions(addr, scan, 100).unwrap();
+    let page = |found: &[(u64, u32)], more| AddressPage { found: found.to_vec(), more };
+    // The sender, newest first and oldest first.
+    assert_eq!(
+        all(&a, AddressScan::Before(u64::MAX)),
+        page(&[(6, 0), (4, 0), (2, 2), (2, 0), (1, 0)], false)
+    );
+    assert_eq!(all(&a, AddressScan::After(0)), page(&[(1, 0), (2, 0), (2, 2), (4, 0), (6, 0)], false));
+    // A call's recipient (once for a transfer to itself), a created
+    // contract and a contract called.
+    assert_eq!(all(&b, AddressScan::After(0)), page(&[(1, 0), (2, 0), (2, 2), (5, 0), (6, 0)], false));
+    assert_eq!(all(&c, AddressScan::After(0)), page(&[(2, 1), (4, 0)], false));
+    assert_eq!(all(&Address::repeat_byte(0xd), AddressScan::After(0)), AddressPage::default());
+    // Bounds are exclusive.
+    assert_eq!(all(&a, AddressScan::Before(4)), page(&[(2, 2), (2, 0), (1, 0)], false));
+    assert_eq!(all(&a, AddressScan::After(4)), page(&[(6, 0)], false));
+    assert_eq!(all(&a, AddressScan::Before(1)), AddressPage::default());
+    assert_eq!(all(&a, AddressScan::After(6)), AddressPage::default());
+    // Pages: a block is never split, and `more` says whether rows are left.
+    let scan = |scan, n| store.address_transactions(&a, scan, n).unwrap();
+    assert_eq!(scan(AddressScan::Before(u64::MAX), 1), page(&[(6, 0)], true));
+    assert_eq!(scan(AddressScan::Before(6), 2), page(&[(4, 0), (2, 2), (2, 0)], true), "block 2 finished");
+    assert_eq!(scan(AddressScan::Before(2), 2), page(&[(1, 0)], false));
+    assert_eq!(scan(AddressScan::After(0), 2), page(&[(1, 0), (2, 0), (2, 2)], true));
+    assert_eq!(scan(AddressScan::After(2), 2), page(&[(4, 0), (6, 0)], false));
+    assert_eq!(scan(AddressScan::After(0), 0), page(&[(1, 0)], true), "at least one");
+    // Kept across a reopen.
+    store.close().unwrap();
+    let store = Store::open(
+        &genesis(1),
+        &DurableOptions { address_index: true, ..opts(&dir, SyncPolicy::EveryBlock) },
+    )
+    .unwrap();
+    assert_eq!(
+        store.address_transactions(&c, AddressScan::Before(u64::MAX), 10).unwrap(),
+        page(&[(4, 0), (2, 1)], false)
+    );
+}
+
+#[test]
+fn nothing_is_indexed_while_the_address_index_is_off() {
+    use crate::{AddressPage, AddressScan};
+    let (a, b, c) = (Address::repeat_byte(0xa), Address::repeat_byte(0xb), Address::repeat_byte(0xc));
+    let dir = temp_dir("address-index-off");
+    let store = Store::open(&genesis(1), &opts(&dir, SyncPolicy::EveryBlock)).unwrap();
+    assert!(!store.indexes_addresses());
+    build_with_receipts(&store, a, b, c);
+    for addr in [a, b, c] {
+        assert_eq!(
+            store.address_transactions(&addr, AddressScan::After(0), 100).unwrap(),
+            AddressPage::default()
+        );
+    }
+    // Turned on later: only blocks from then on are indexed.
+    store.close().unwrap();
+    let store = Store::open(
+        &genesis(1),
+        &DurableOptions { address_index: true, ..opts(&dir, SyncPolicy::EveryBlock) },
+    )
+    .unwrap();
+    let mut executed = block(&store.head_block(), 7);
+    executed.receipts = vec![receipt(0, a, Some(b), None)];
+    executed.raw_index = vec![0];
+    store.commit(&executed).unwrap();
+    assert_eq!(
+        store.address_transactions(&a, AddressScan::Before(u64::MAX), 100).unwrap(),
+        AddressPage { found: vec![(7, 0)], more: false }
+    );
+    // A store without a database indexes nothing.
+    let memory = Store::new(&genesis(1));
+    assert!(!memory.indexes_addresses());
+    assert_eq!(memory.address_transactions(&a, AddressScan::After(0), 10).unwrap(), AddressPage::default());
 }

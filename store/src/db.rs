@@ -24,6 +24,7 @@ use std::{
 use alloy_primitives::{Address, Bytes, B256, U256};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 
+use crate::address_index::{AddressPage, AddressScan};
 use crate::history::{self, AtBlock};
 use crate::tables::{corrupt, db_error, decode_account, slot_key, u64_value, StoredBlock, Tables, KEYSPACES};
 use sluice_messages::{
@@ -177,6 +178,8 @@ pub struct Db {
     repaired: bool,
     /// State history kept, in blocks (0: all).
     pub(crate) history_blocks: u64,
+    /// Whether commits write the address index (`store.address_index`).
+    pub(crate) address_index: bool,
     /// Each table's write buffer (memtable), in bytes.
     memtable_bytes: u64,
 }
@@ -286,6 +289,7 @@ impl Db {
             codes: ks("codes")?,
             account_history: ks("account_history")?,
             storage_history: ks("storage_history")?,
+            address_txs: ks("address_txs")?,
         };
         Ok(Db {
             db,
@@ -295,6 +299,7 @@ impl Db {
             unsynced: AtomicU32::new(0),
             repaired: false,
             history_blocks: 0,
+            address_index: false,
             memtable_bytes: memtable,
         })
     }
@@ -457,6 +462,29 @@ impl Db {
     /// when the window was shortened).
     pub fn keep_history_blocks(&mut self, blocks: u64) {
         self.history_blocks = blocks;
+    }
+
+    /// Writes the address index ([`crate::address_index`]) with every
+    /// block committed from now on (`on`), or not.
+    pub fn index_addresses(&mut self, on: bool) {
+        self.address_index = on;
+    }
+
+    /// Whether commits write the address index.
+    pub fn indexes_addresses(&self) -> bool {
+        self.address_index
+    }
+
+    /// One page of `address`'s indexed transactions (see
+    /// [`crate::address_index`]): `page` of them or a few more, to finish
+    /// the last block.
+    pub fn address_transactions(
+        &self,
+        address: &Address,
+        scan: AddressScan,
+        page: usize,
+    ) -> Result<AddressPage, StoreError> {
+        self.read(|| crate::address_index::search(&self.t.address_txs, address, scan, page))
     }
 
     /// The oldest block whose end state can be read (see

@@ -8,6 +8,8 @@
 //! Layers, each using only those below it:
 //! - [`tables`]: the database's tables (fjall keyspaces), their record
 //!   encodings and [`StoredBlock`], what a height holds.
+//! - [`address_index`]: each address's transactions (sender, call
+//!   recipient, created contract), when `store.address_index` is on.
 //! - [`history`]: each block's priors, so state reads at any retained
 //!   block ([`Store::state_at`]), on the tables.
 //! - [`db`]: the on-disk database (fjall): open, reads, close; [`write`]:
@@ -25,6 +27,7 @@
 //! [`events`] (committed heights, shutdown and the pending-transaction
 //! feed, published by the pipeline and read by the RPC layer).
 
+pub mod address_index;
 pub mod apphash;
 pub mod cache;
 pub mod chain;
@@ -41,6 +44,7 @@ pub mod state;
 pub mod tables;
 pub mod write;
 
+pub use address_index::{AddressPage, AddressScan};
 pub use cache::{CacheBytes, CacheStats};
 pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, StateAt, Store};
 pub use db::{DbLimits, SyncPolicy};

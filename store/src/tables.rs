@@ -91,7 +91,7 @@ pub(crate) fn u64_value(v: &[u8], what: &str) -> Result<u64, StoreError> {
 }
 
 /// How many keyspaces [`Tables`] has.
-pub(crate) const KEYSPACES: u64 = 12;
+pub(crate) const KEYSPACES: u64 = 13;
 
 /// The database's keyspaces (its tables). Heights are big-endian, so they
 /// sort in order.
@@ -120,6 +120,9 @@ pub(crate) struct Tables {
     pub(crate) account_history: Keyspace,
     /// See [`crate::history`].
     pub(crate) storage_history: Keyspace,
+    /// Address ++ block ++ receipt index -> nothing; see
+    /// [`crate::address_index`] (empty while `store.address_index` is off).
+    pub(crate) address_txs: Keyspace,
 }
 
 impl Tables {
@@ -138,6 +141,7 @@ impl Tables {
             &self.codes,
             &self.account_history,
             &self.storage_history,
+            &self.address_txs,
         ]
     }
 }

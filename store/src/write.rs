@@ -20,6 +20,7 @@ use sluice_messages::{
 };
 
 use crate::{
+    address_index,
     db::{Db, SyncPolicy},
     history::HistoryWriter,
     tables::{corrupt, db_error, encode_account, slot_key, StoredBlock},
@@ -135,6 +136,17 @@ impl Db {
                 loc[..8].copy_from_slice(&key);
                 loc[8..].copy_from_slice(&(i as u32).to_be_bytes());
                 batch.insert(&t.tx_index, r.tx_hash.as_slice(), loc);
+                if self.address_index {
+                    // Each key once per batch: a transfer to oneself, or a
+                    // creation's sender and contract, name one row.
+                    let mut seen: Vec<alloy_primitives::Address> = Vec::with_capacity(3);
+                    for a in [Some(r.from), r.to, r.contract_address].into_iter().flatten() {
+                        if !seen.contains(&a) {
+                            seen.push(a);
+                            batch.insert(&t.address_txs, address_index::key(&a, n, i as u32), [0u8; 0]);
+                        }
+                    }
+                }
             }
             let mut gone_slots = Vec::new();
             let mut history = HistoryWriter { batch: &mut batch, t, block: n };

@@ -38,6 +38,7 @@ mod json_rpc_framing;
 mod load_workloads_are_included;
 mod mailbox_bounds_hold;
 mod otterscan_pages_answer;
+mod otterscan_searches_use_the_address_index;
 mod overload_sheds_and_recovers;
 mod parity_traces_follow_reth;
 mod pool_refuses_overdrafts;

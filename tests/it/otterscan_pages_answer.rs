@@ -4,7 +4,8 @@
 //! factory that forwards value and creates a contract. Block details and
 //! paged transactions agree with the `eth_` answers; traces, internal
 //! operations and revert data are what the transactions did; the history
-//! searches find each nonce and each creator.
+//! searches find each nonce and each creator; the address searches, with
+//! the address index off (the default), answer an error naming it.
 
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use serde_json::{json, Value};
@@ -196,10 +197,16 @@ fn otterscan_block_transaction_and_address_pages_answer() {
     assert_eq!(node.ok("ots_hasCode", json!([owner.address(), "latest"])), json!(false));
     assert_eq!(node.ok("ots_hasCode", json!([counter, "0x0"])), json!(false), "not yet deployed");
 
-    // No address index: the searches are not served.
+    // The address index is off by default: the searches answer an error
+    // that names the setting that turns it on.
     for method in ["ots_searchTransactionsBefore", "ots_searchTransactionsAfter"] {
         let e = node.call(method, json!([owner.address(), 0, 25])).unwrap_err();
-        assert_eq!(e["code"], -32601, "{method}: {e}");
+        assert_eq!(e["code"], -32000, "{method}: {e}");
+        let said = e["message"].as_str().unwrap();
+        assert!(
+            said.contains("store.address_index = true") && said.contains("SLUICE_STORE__ADDRESS_INDEX"),
+            "{e}"
+        );
     }
 }
 

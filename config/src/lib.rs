@@ -129,6 +129,7 @@ impl Default for Config {
                 max_logs_results: 20_000,
                 max_fee_history_blocks: 1024,
                 ots_max_page_txs: 25,
+                trace_filter_max_blocks: 100,
                 ws_max_connections: 256,
                 ws_max_subscriptions_per_connection: 128,
                 ws_max_lag_blocks: 64,
@@ -302,7 +303,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 56] = [
+        let positive: [(&str, u64); 57] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -324,6 +325,7 @@ impl Config {
             ("rpc.write_timeout_ms", self.rpc.write_timeout_ms),
             ("rpc.ws_max_connections", self.rpc.ws_max_connections as u64),
             ("rpc.ots_max_page_txs", self.rpc.ots_max_page_txs),
+            ("rpc.trace_filter_max_blocks", self.rpc.trace_filter_max_blocks),
             ("rpc.send_sync_timeout_ms", self.rpc.send_sync_timeout_ms),
             ("rpc.pending_feed_txs", self.rpc.pending_feed_txs as u64),
             ("rpc.send_sync_max_timeout_ms", self.rpc.send_sync_max_timeout_ms),
@@ -657,6 +659,23 @@ mod tests {
         let err = Config::load(None, env_of(&[("SLUICE_RPC__OTS_MAX_PAGE_TXS", "0")]), &Overrides::default())
             .unwrap_err();
         assert!(err.to_string().contains("rpc.ots_max_page_txs must be greater than 0"), "{err}");
+    }
+
+    /// `trace_filter`'s range is bounded (reth's 100 blocks); 0 would
+    /// refuse every range.
+    #[test]
+    fn the_trace_filter_range_is_bounded() {
+        let cfg = Config::load(None, no_env(), &Overrides::default()).unwrap();
+        assert_eq!(cfg.rpc.trace_filter_max_blocks, 100, "reth's default");
+        let env = env_of(&[("SLUICE_RPC__TRACE_FILTER_MAX_BLOCKS", "7")]);
+        assert_eq!(Config::load(None, env, &Overrides::default()).unwrap().rpc.trace_filter_max_blocks, 7);
+        let err = Config::load(
+            None,
+            env_of(&[("SLUICE_RPC__TRACE_FILTER_MAX_BLOCKS", "0")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("rpc.trace_filter_max_blocks must be greater than 0"), "{err}");
     }
 
     /// A timeout or interval of 0 would turn its guard off (actix has no

@@ -111,6 +111,10 @@ pub struct RpcConfig {
     /// refused, as erigon refuses it. A page may hold a few more, to
     /// finish its last block.
     pub ots_max_page_txs: u64,
+    /// Most blocks one `trace_filter` request re-traces (`fromBlock` to
+    /// `toBlock`, both counted; reth's default, 100); a longer range is
+    /// refused.
+    pub trace_filter_max_blocks: u64,
     /// Open WebSocket connections, across workers; a handshake past it is
     /// answered HTTP 503.
     pub ws_max_connections: usize,

@@ -22,8 +22,9 @@ use std::io;
 
 use alloy_primitives::{map::HashSet, B256};
 use alloy_rpc_types_eth::TransactionInfo;
-use alloy_rpc_types_trace::parity::{
-    LocalizedTransactionTrace, TraceResults, TraceResultsWithTransactionHash, TraceType,
+use alloy_rpc_types_trace::{
+    filter::{TraceFilter, TraceFilterMatcher},
+    parity::{LocalizedTransactionTrace, TraceResults, TraceResultsWithTransactionHash, TraceType},
 };
 use revm::{
     context::{BlockEnv, CfgEnv, Context, TxEnv},
@@ -76,18 +77,111 @@ pub fn trace_block(
     limits: &TraceLimits,
 ) -> Result<Vec<LocalizedTransactionTrace>, ExecError> {
     let mut budget = Budget::parity(limits, FRAMES);
-    let mut db = BlockState::with_capacity(state, 2 * txs.len() + 2);
     let mut out = Vec::new();
+    block_traces(state, cfg, (header, block_hash), txs, &mut budget, &mut out, None)?;
+    within(out, &budget)
+}
+
+/// Appends to `out` the call frames of each of the block's applied
+/// transactions `txs` (as [`trace_block`]), within `budget`; with
+/// `matcher`, only those it matches, and the budget then counts only
+/// what is kept (the frames dropped were counted while they ran).
+fn block_traces(
+    state: &dyn StateReader,
+    cfg: &ExecConfig,
+    (header, block_hash): (&BlockHeader, B256),
+    txs: &[RecoveredTx],
+    budget: &mut Budget,
+    out: &mut Vec<LocalizedTransactionTrace>,
+    matcher: Option<&TraceFilterMatcher>,
+) -> Result<(), ExecError> {
+    let mut db = BlockState::with_capacity(state, 2 * txs.len() + 2);
     for (index, tx) in txs.iter().enumerate() {
+        let before = budget.bytes();
         let config = TracingInspectorConfig::default_parity();
-        let (inspector, res) = inspected(&mut db, header, cfg, tx, config, &mut budget)?;
+        let (inspector, res) = inspected(&mut db, header, cfg, tx, config, budget)?;
         let at = TracePosition { block_hash, index };
-        out.extend(
-            inspector.into_parity_builder().into_localized_transaction_traces_iter(info(header, tx, at)),
-        );
+        let traces =
+            inspector.into_parity_builder().into_localized_transaction_traces_iter(info(header, tx, at));
+        match matcher {
+            None => out.extend(traces),
+            Some(matcher) => {
+                let kept: Vec<_> = traces.filter(|t| matcher.matches(&t.trace)).collect();
+                budget.recount(before.saturating_add(json_size(&kept)));
+                out.extend(kept);
+                if budget.stopped.is_some() {
+                    return Err(stopped(budget));
+                }
+            }
+        }
         db.commit_tx(res.state)?;
     }
-    within(out, &budget)
+    Ok(())
+}
+
+/// `trace_filter` over a range of blocks: each block re-traced as
+/// [`trace_block`] does, its traces kept if `filter`'s matcher
+/// (`fromAddress`, `toAddress`, `mode`) matches them, then paged by
+/// `after` and `count` ([`page`]). One deadline and one `max_bytes` for
+/// the whole range: what is kept counts against `max_bytes`, and a block's
+/// frames count while they run.
+pub struct TraceFilterRun {
+    budget: Budget,
+    matcher: TraceFilterMatcher,
+    after: Option<u64>,
+    count: Option<u64>,
+    out: Vec<LocalizedTransactionTrace>,
+}
+
+impl TraceFilterRun {
+    /// A run of `filter` within `limits` (its range is the caller's).
+    pub fn new(filter: &TraceFilter, limits: &TraceLimits) -> TraceFilterRun {
+        TraceFilterRun {
+            budget: Budget::parity(limits, FRAMES),
+            matcher: filter.matcher(),
+            after: filter.after,
+            count: filter.count,
+            out: Vec::new(),
+        }
+    }
+
+    /// Traces the next block of the range (its applied transactions
+    /// `txs` on `state`, the state before it) and keeps what matches.
+    pub fn block(
+        &mut self,
+        state: &dyn StateReader,
+        cfg: &ExecConfig,
+        header: &BlockHeader,
+        block_hash: B256,
+        txs: &[RecoveredTx],
+    ) -> Result<(), ExecError> {
+        if self.budget.expired() {
+            return Err(stopped(&self.budget));
+        }
+        let Self { budget, matcher, out, .. } = self;
+        block_traces(state, cfg, (header, block_hash), txs, budget, out, Some(matcher))
+    }
+
+    /// The traces kept, paged by `after` and `count`.
+    pub fn finish(self) -> Result<Vec<LocalizedTransactionTrace>, ExecError> {
+        within(page(self.out, self.after, self.count), &self.budget)
+    }
+}
+
+/// `trace_filter`'s paging: the first `after` traces skipped, then at most
+/// `count` of the rest. `after` past the end leaves none (erigon; reth
+/// ignores such an `after` and answers every trace).
+pub fn page<T>(traces: Vec<T>, after: Option<u64>, count: Option<u64>) -> Vec<T> {
+    let after = after.map_or(0, |a| usize::try_from(a).unwrap_or(usize::MAX));
+    let count = count.map_or(usize::MAX, |c| usize::try_from(c).unwrap_or(usize::MAX));
+    traces.into_iter().skip(after).take(count).collect()
+}
+
+/// The bytes of `value`'s JSON, counted without writing it out.
+fn json_size<T: Serialize>(value: &T) -> usize {
+    let mut size = Counted { bytes: 0, max: usize::MAX };
+    let _ = serde_json::to_writer(&mut size, value);
+    size.bytes
 }
 
 /// `trace_replayTransaction`: `tx` re-executed after `before` (as in
@@ -236,5 +330,23 @@ impl io::Write for Counted {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page;
+
+    #[test]
+    fn after_skips_and_count_takes() {
+        let all: Vec<u32> = (0..10).collect();
+        assert_eq!(page(all.clone(), None, None), all);
+        assert_eq!(page(all.clone(), Some(3), None), (3..10).collect::<Vec<_>>());
+        assert_eq!(page(all.clone(), None, Some(2)), vec![0, 1]);
+        assert_eq!(page(all.clone(), Some(3), Some(2)), vec![3, 4]);
+        assert_eq!(page(all.clone(), Some(8), Some(5)), vec![8, 9]);
+        assert_eq!(page(all.clone(), Some(10), None), Vec::<u32>::new());
+        assert_eq!(page(all.clone(), Some(u64::MAX), Some(u64::MAX)), Vec::<u32>::new());
+        assert_eq!(page(all, Some(0), Some(0)), Vec::<u32>::new());
     }
 }

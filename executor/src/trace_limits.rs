@@ -185,6 +185,18 @@ impl Budget {
         self.max_bytes
     }
 
+    /// The output counted so far.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Sets the output counted so far to `bytes` (what a filter kept of
+    /// what was counted); past `max_bytes` the trace stops.
+    pub(crate) fn recount(&mut self, bytes: usize) {
+        self.bytes = 0;
+        self.add(bytes);
+    }
+
     /// Adds `bytes` to the output; past `max_bytes` the trace stops.
     pub(crate) fn add(&mut self, bytes: usize) {
         self.bytes = self.bytes.saturating_add(bytes);

@@ -3,7 +3,10 @@
 //! dev node; the four methods agree with each other and with the receipts;
 //! unknown transactions and blocks answer `null`; a trace past
 //! `rpc.trace_max_bytes` answers what the geth tracers answer, one past
-//! `rpc.evm_timeout_ms` "execution timeout".
+//! `rpc.evm_timeout_ms` "execution timeout". `trace_filter` answers what
+//! `trace_block` answers over its range, filtered by address as alloy's
+//! matcher filters (reth's), paged by `after`/`count`, and refuses a range
+//! past `rpc.trace_filter_max_blocks`.
 
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use serde_json::{json, Value};
@@ -188,4 +191,112 @@ fn a_trace_past_rpc_evm_timeout_ms_stops() {
         );
     }
     assert!(node.call("eth_blockNumber", json!([])).is_ok());
+}
+
+#[test]
+fn trace_filter_is_trace_block_over_the_range_filtered_and_paged() {
+    let node = TestNode::start(&[("SLUICE_RPC__TRACE_FILTER_MAX_BLOCKS", "40")], &["--block-time-ms", "50"]);
+    let (owner, other) = (dev(0), dev(1));
+    let deploy =
+        node.send(&eip1559(&owner, 0, TxKind::Create, U256::ZERO, counter_initcode(), 200_000)).unwrap();
+    let counter: Address = node.receipt(&deploy)["contractAddress"].as_str().unwrap().parse().unwrap();
+    let call =
+        node.send(&eip1559(&owner, 1, TxKind::Call(counter), U256::ZERO, Bytes::new(), 100_000)).unwrap();
+    let to = Address::repeat_byte(0x77);
+    let pay = node.send(&transfer(&other, 0, to, 1_000)).unwrap();
+    let numbers: Vec<u64> =
+        [deploy, call, pay].iter().map(|h| parse_u64(&node.receipt(h)["blockNumber"])).collect();
+    let (first, last) = (*numbers.iter().min().unwrap(), *numbers.iter().max().unwrap());
+    assert!(last - first < 40, "the test's blocks fit the limit: {numbers:?}");
+    let hex = |n: u64| json!(format!("{n:#x}"));
+    let range = |extra: Value| {
+        let mut f = json!({ "fromBlock": hex(first), "toBlock": hex(last) });
+        f.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        f
+    };
+    let filter = |extra: Value| node.ok("trace_filter", json!([range(extra)]));
+    let hashes = |v: &Value| -> Vec<Value> {
+        v.as_array().unwrap().iter().map(|t| t["transactionHash"].clone()).collect()
+    };
+
+    // The whole range: trace_block's answers, concatenated in block order.
+    let all = filter(json!({}));
+    let mut blocks = Vec::new();
+    for n in first..=last {
+        blocks.extend(node.ok("trace_block", json!([hex(n)])).as_array().unwrap().clone());
+    }
+    assert_eq!(all, Value::Array(blocks));
+    assert_eq!(hashes(&all), vec![json!(deploy), json!(call), json!(pay)], "{all}");
+
+    // By address (alloy's matcher, reth's): fromAddress, toAddress (a
+    // create's is the created contract), both (intersection, the default),
+    // or either (mode "union").
+    let from_owner = filter(json!({ "fromAddress": [owner.address()] }));
+    assert_eq!(hashes(&from_owner), vec![json!(deploy), json!(call)]);
+    assert_eq!(hashes(&filter(json!({ "toAddress": [to] }))), vec![json!(pay)]);
+    assert_eq!(hashes(&filter(json!({ "toAddress": [counter] }))), vec![json!(deploy), json!(call)]);
+    let both = json!({ "fromAddress": [other.address()], "toAddress": [counter] });
+    assert_eq!(filter(both.clone()), json!([]));
+    let mut either = both;
+    either["mode"] = json!("union");
+    assert_eq!(filter(either), all);
+    assert_eq!(filter(json!({ "fromAddress": [Address::repeat_byte(0x55)] })), json!([]));
+
+    // Paging: skip `after`, take `count`.
+    let list = all.as_array().unwrap();
+    assert_eq!(filter(json!({ "after": 1 })), json!(list[1..]));
+    assert_eq!(filter(json!({ "after": 1, "count": 1 })), json!([list[1]]));
+    assert_eq!(filter(json!({ "count": 2 })), json!(list[..2]));
+    assert_eq!(filter(json!({ "after": 3 })), json!([]));
+    assert_eq!(filter(json!({ "fromAddress": [owner.address()], "after": 1 })), json!([from_owner[1]]));
+
+    // A range of 40 blocks passes; 41 is refused, naming the limit.
+    assert!(node
+        .call("trace_filter", json!([{ "fromBlock": hex(first), "toBlock": hex(first + 39) }]))
+        .is_ok());
+    let e = node
+        .call("trace_filter", json!([{ "fromBlock": hex(first), "toBlock": hex(first + 40) }]))
+        .unwrap_err();
+    assert_eq!(e["code"], -32000, "{e}");
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("block range too large") && m.contains("rpc.trace_filter_max_blocks"), "{m}");
+    // The default range starts at genesis.
+    let head = parse_u64(&node.ok("eth_blockNumber", json!([])));
+    if head >= 40 {
+        assert_eq!(node.call("trace_filter", json!([{}])).unwrap_err()["code"], -32000);
+    }
+    // fromBlock past toBlock: reth's words.
+    let e = node
+        .call("trace_filter", json!([{ "fromBlock": hex(last), "toBlock": hex(first.saturating_sub(1)) }]));
+    let e = e.unwrap_err();
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("fromBlock cannot be greater than toBlock"), "{e}");
+    // A field that does not exist is refused (alloy's TraceFilter).
+    assert_eq!(node.call("trace_filter", json!([{ "fromBlok": "0x1" }])).unwrap_err()["code"], -32602);
+}
+
+#[test]
+fn trace_filter_shares_one_max_bytes_across_its_range() {
+    // Each transfer's trace fits alone; the range's together do not.
+    let node = TestNode::start(&[("SLUICE_RPC__TRACE_MAX_BYTES", "1500")], &["--block-time-ms", "50"]);
+    let to = Address::repeat_byte(0x77);
+    let mut numbers = Vec::new();
+    for nonce in 0..3 {
+        let hash = node.send(&transfer(&dev(0), nonce, to, 1_000)).unwrap();
+        numbers.push(parse_u64(&node.receipt(&hash)["blockNumber"]));
+    }
+    let (first, last) = (numbers[0], numbers[2]);
+    for n in &numbers {
+        assert!(node.call("trace_block", json!([format!("{n:#x}")])).is_ok());
+    }
+    let range = json!([{ "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}") }]);
+    let e = node.call("trace_filter", range).unwrap_err();
+    assert_eq!(e["code"], -32000, "{e}");
+    assert!(
+        e["message"].as_str().unwrap().starts_with("trace output exceeds rpc.trace_max_bytes (1500 bytes)"),
+        "{e}"
+    );
+    // What is filtered out does not count.
+    let none = json!([{ "fromBlock": format!("{first:#x}"), "toBlock": format!("{last:#x}"), "toAddress": [Address::repeat_byte(0x55)] }]);
+    assert_eq!(node.ok("trace_filter", none), json!([]));
 }

@@ -4,7 +4,8 @@
 //!
 //! `cargo bench -p sluice-store --bench commit` (`-- --sizes 10000,2000000
 //! --blocks 200 --txs 3400 --sync-every 1 --workers 1` to change them;
-//! `--workers 2,1` runs each size with both worker counts, side by side).
+//! `--workers 2,1` runs each size with both worker counts, side by side;
+//! `--address-index 0,1` each without and with `store.address_index`).
 //!
 //! Before each timed commit the block's senders and recipients are read
 //! through the store (untimed), as the executor reads them before the
@@ -144,7 +145,7 @@ fn genesis(accounts: u64) -> Genesis {
 
 /// The node's defaults (config/default.toml), syncing every `sync_every`
 /// blocks, with `workers` background threads in the database.
-fn opts(dir: &std::path::Path, sync_every: u32, workers: usize) -> DurableOptions {
+fn opts(dir: &std::path::Path, sync_every: u32, workers: usize, address_index: bool) -> DurableOptions {
     DurableOptions {
         dir: dir.to_path_buf(),
         spec: "prague".into(),
@@ -157,7 +158,7 @@ fn opts(dir: &std::path::Path, sync_every: u32, workers: usize) -> DurableOption
         },
         state_cache: sluice_store::CacheBytes::default(),
         history_blocks: 0,
-        address_index: false,
+        address_index,
         fail_commit_at: 0,
         fail_read_at: 0,
         diverge_at: 0,
@@ -179,17 +180,22 @@ fn main() {
         .collect();
     let workers: Vec<usize> =
         arg("--workers", "1").split(',').map(|s| s.parse().expect("--workers N,N,...")).collect();
+    let indexes: Vec<bool> = arg("--address-index", "0")
+        .split(',')
+        .map(|s| s.parse::<u8>().expect("--address-index 0,1") == 1)
+        .collect();
     let base = std::env::temp_dir().join(format!("sluice-commit-bench-{}", std::process::id()));
     println!(
         "one commit per block of {txs} transfers to fresh recipients, synced every {sync_every} blocks, {blocks} blocks per size"
     );
     println!();
-    println!("| accounts at start | db workers | p50 ms | p99 ms | max ms | first / last tenth ms | last / first | written per transfer | disk per transfer |");
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for (accounts, workers) in sizes.iter().flat_map(|&a| workers.iter().map(move |&w| (a, w))) {
+    println!("| accounts at start | db workers | address index | p50 ms | p99 ms | max ms | first / last tenth ms | last / first | written per transfer | disk per transfer |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let runs = sizes.iter().flat_map(|&a| workers.iter().map(move |&w| (a, w)));
+    for (accounts, workers, index) in runs.flat_map(|(a, w)| indexes.iter().map(move |&i| (a, w, i))) {
         let dir = base.join(accounts.to_string());
         let _ = std::fs::remove_dir_all(&dir);
-        let store = Store::open(&genesis(accounts), &opts(&dir, sync_every, workers)).expect("open");
+        let store = Store::open(&genesis(accounts), &opts(&dir, sync_every, workers, index)).expect("open");
         let disk_before = dir_bytes(&dir);
         let written_before = write_bytes();
         let mut times = Vec::with_capacity(blocks as usize);
@@ -215,7 +221,8 @@ fn main() {
         let pct = |p: f64| ms(&sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]);
         let transfers = (blocks * txs) as f64;
         println!(
-            "| {accounts} | {workers} | {:.1} | {:.1} | {:.1} | {first:.1} / {last:.1} | {:.2}x | {:.0} B | {:.0} B |",
+            "| {accounts} | {workers} | {} | {:.1} | {:.1} | {:.1} | {first:.1} / {last:.1} | {:.2}x | {:.0} B | {:.0} B |",
+            if index { "on" } else { "off" },
             pct(0.50),
             pct(0.99),
             pct(1.0),
@@ -225,7 +232,7 @@ fn main() {
         );
         let tenths: Vec<String> = times.chunks(tenth).map(|c| format!("{:.0}", mean(c))).collect();
         eprintln!(
-            "{accounts} accounts, {workers} db workers: mean ms per tenth of the run: {}",
+            "{accounts} accounts, {workers} db workers, address index {index}: mean ms per tenth of the run: {}",
             tenths.join(" ")
         );
         let _ = std::fs::remove_dir_all(&dir);

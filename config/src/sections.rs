@@ -377,8 +377,8 @@ pub struct StoreConfig {
     pub history_blocks: u64,
     /// Write the address index (each address's transactions, for
     /// Otterscan's `ots_searchTransactionsBefore`/`After`) with every
-    /// committed block. Off by default: its cost to the commit path is not
-    /// measured yet. Blocks committed while it is off are never indexed.
+    /// committed block. Off by default: a commit ~40% slower (PERFORMANCE.md).
+    /// Blocks committed while it is off are never indexed.
     pub address_index: bool,
     /// Fault injection: the commit of this height fails (0 = never).
     pub inject_commit_failure_at_height: u64,

@@ -1,6 +1,7 @@
 // A dapp in a real browser (Debian's headless chromium, driven by
 // playwright-core): a page served from another origin than the node's uses
-// viem over HTTP and WebSocket to read the chain, send a signed transfer,
+// viem over HTTP and WebSocket to read the chain, preview a transfer with
+// simulateCalls (eth_simulateV1), send it signed,
 // wait for its receipt and see a new head. Every call crosses origins, so
 // it works only if the node answers CORS preflights, puts
 // Access-Control-Allow-Origin on responses and accepts the page's Origin on
@@ -21,7 +22,7 @@ import { CHAIN_ID, KEYS, RPC_URL, freshAddress } from "./lib.mjs";
 const here = dirname(fileURLToPath(import.meta.url));
 const CHROMIUM = process.env.SUITE_CHROMIUM ?? "/usr/bin/chromium";
 
-test("a page from another origin uses viem over HTTP and WebSocket: reads, a signed transfer, its receipt, a new head", async () => {
+test("a page from another origin uses viem over HTTP and WebSocket: reads, a simulateCalls preview, a signed transfer, its receipt, a new head", async () => {
   assert.ok(existsSync(CHROMIUM), `no chromium at ${CHROMIUM} (apt-get install chromium)`);
   const bundle = await build({
     entryPoints: [join(here, "browser", "page.js")],
@@ -59,7 +60,10 @@ test("a page from another origin uses viem over HTTP and WebSocket: reads, a sig
     assert.equal(result.origin, origin);
     assert.equal(result.chainId, CHAIN_ID);
     assert.ok(result.blockOverWs >= 0);
+    assert.deepEqual(result.preview, [{ status: "success", gasUsed: "21000" }], "the preview (eth_simulateV1)");
+    assert.equal(result.balanceAfterPreview, "0", "a preview sends nothing");
     assert.equal(result.status, "success");
+    assert.equal(result.gasUsed, result.preview[0].gasUsed, "the preview's gas is what the transfer used");
     assert.equal(result.balance, "1234");
     assert.ok(result.nextHead > result.blockOverWs, JSON.stringify(result));
     assert.deepEqual(errors, [], "no CORS or other errors in the page's console");

@@ -4,7 +4,9 @@
 // next until the gap fills (as geth does). Run by run.sh with SUITE_RPC_URL
 // set to a fresh node. Then `forge test --fork-url` under the `osaka`
 // profile (forge/test/OsakaFork.t.sol): Osaka's opcodes and precompiles in
-// forge's EVM, over state read from sluice. The project is forge/ (solcjs
+// forge's EVM, over state read from sluice; and `forge script --broadcast`
+// of a contract built for Osaka (forge/script/DeployOsaka.s.sol), whose
+// CLZ then runs in sluice's own blocks. The project is forge/ (solcjs
 // 0.8.37 behind forge/solc, offline; osaka and `clz` need solc >= 0.8.31).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -66,4 +68,22 @@ test("forge test --fork-url on Osaka (evm_version = \"osaka\"): CLZ, P256VERIFY,
     assert.match(out, new RegExp(`\\[PASS\\] ${t.replace(/[()]/g, "\\$&")}`), out);
   }
   assert.match(out, /4 tests passed, 0 failed/, out);
+});
+
+test("forge script --broadcast of a contract built for Osaka (clz): deployed and run by sluice's EVM", async () => {
+  const out = execFileSync(
+    FORGE,
+    ["script", "script/DeployOsaka.s.sol", "--tc", "DeployOsaka", "--rpc-url", RPC_URL, "--broadcast", "--root", PROJECT],
+    { cwd: PROJECT, encoding: "utf8", timeout: 180000, env: { ...process.env, FOUNDRY_PROFILE: "osaka", DEPLOYER_KEY: KEYS[4] } },
+  );
+  assert.match(out, /ONCHAIN EXECUTION COMPLETE & SUCCESSFUL/, out);
+  const saved = JSON.parse(
+    readFileSync(join(PROJECT, "broadcast", "DeployOsaka.s.sol", String(CHAIN_ID), "run-latest.json"), "utf8"),
+  );
+  assert.equal(saved.receipts.length, 2);
+  for (const r of saved.receipts) assert.equal(r.status, "0x1", JSON.stringify(r));
+  const deployed = saved.transactions.find((t) => t.transactionType === "CREATE").contractAddress;
+  // record(2^100) ran CLZ in sluice's block: 155 leading zero bits stored.
+  const last = await rpc("eth_call", [{ to: deployed, data: id("last()").slice(0, 10) }, "latest"]);
+  assert.equal(BigInt(last), 155n);
 });

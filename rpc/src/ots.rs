@@ -182,11 +182,7 @@ pub fn call_traced(
     p: &Params<'_>,
     deadline: &Deadline,
 ) -> Result<Value, RpcError> {
-    let limits = TraceLimits {
-        deadline: deadline.clone(),
-        max_bytes: s.limits.trace_max_bytes,
-        memory_limit_bytes: s.limits.evm_memory_limit_bytes,
-    };
+    let limits = crate::trace::limits(s, deadline);
     if method == "ots_getContractCreator" {
         let address = p.address(0)?;
         crate::sync::state_readable(&s.store)?;

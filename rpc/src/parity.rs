@@ -23,7 +23,6 @@ use serde_json::{json, Value};
 use sluice_executor::{
     parity::{replay_block, replay_transaction, trace_block, trace_transaction, TraceFilterRun},
     trace::TracePosition,
-    trace_limits::TraceLimits,
     Deadline,
 };
 use sluice_messages::RecoveredTx;
@@ -49,11 +48,7 @@ pub const METHODS: &[&str] = &[
 /// Answers one of [`METHODS`] on this thread (a call worker) by
 /// `deadline`.
 pub fn call(s: &RpcState, method: &str, p: &Params<'_>, deadline: &Deadline) -> Result<Value, RpcError> {
-    let limits = TraceLimits {
-        deadline: deadline.clone(),
-        max_bytes: s.limits.trace_max_bytes,
-        memory_limit_bytes: s.limits.evm_memory_limit_bytes,
-    };
+    let limits = crate::trace::limits(s, deadline);
     match method {
         "trace_transaction" => {
             let Some(mined) = mined(s, p.hash(0)?)? else { return Ok(Value::Null) };

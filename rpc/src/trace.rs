@@ -28,14 +28,21 @@ use super::{
 pub const METHODS: &[&str] =
     &["debug_traceTransaction", "debug_traceCall", "debug_traceBlockByNumber", "debug_traceBlockByHash"];
 
-/// Answers one of [`METHODS`] on this thread (a call worker) by
-/// `deadline`.
-pub fn call(s: &RpcState, method: &str, p: &Params<'_>, deadline: &Deadline) -> Result<Value, RpcError> {
-    let limits = TraceLimits {
+/// What a re-execution for a caller may take: until `deadline`, at most
+/// `rpc.trace_max_bytes` of output and `rpc.evm_memory_limit_bytes` of EVM
+/// memory (the geth tracers, the parity traces and Otterscan's alike).
+pub(crate) fn limits(s: &RpcState, deadline: &Deadline) -> TraceLimits {
+    TraceLimits {
         deadline: deadline.clone(),
         max_bytes: s.limits.trace_max_bytes,
         memory_limit_bytes: s.limits.evm_memory_limit_bytes,
-    };
+    }
+}
+
+/// Answers one of [`METHODS`] on this thread (a call worker) by
+/// `deadline`.
+pub fn call(s: &RpcState, method: &str, p: &Params<'_>, deadline: &Deadline) -> Result<Value, RpcError> {
+    let limits = limits(s, deadline);
     match method {
         "debug_traceTransaction" => {
             let hash = p.hash(0)?;

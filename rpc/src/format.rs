@@ -192,23 +192,33 @@ pub fn first_log_index(block: &StoredBlock, index: usize) -> u32 {
 /// the roots here are sluice's (`stateRoot` is the app hash,
 /// `transactionsRoot` and `receiptsRoot` digests), not trie roots.
 pub fn header(b: &StoredBlock) -> Header {
-    let h = &b.block.header;
+    Header {
+        state_root: b.app_hash,
+        transactions_root: b.block.header.tx_root,
+        receipts_root: if b.receipts.is_empty() { EMPTY_ROOT_HASH } else { receipts_digest(b) },
+        logs_bloom: bloom(b.receipts.iter().flat_map(|r| r.logs.iter())),
+        ..header_of(&b.block.header, b.gas_used)
+    }
+}
+
+/// The Ethereum header of a block with sluice header `h` that used
+/// `gas_used`, but for its roots and bloom (each caller's own): the fields
+/// sluice sets alike for every block, stored or simulated (no ommers, no
+/// difficulty, no blobs, no beacon root).
+pub fn header_of(h: &sluice_messages::BlockHeader, gas_used: u64) -> Header {
     Header {
         parent_hash: h.parent_hash,
         ommers_hash: EMPTY_OMMER_ROOT_HASH,
         beneficiary: h.coinbase,
-        state_root: b.app_hash,
-        transactions_root: h.tx_root,
-        receipts_root: if b.receipts.is_empty() { EMPTY_ROOT_HASH } else { receipts_digest(b) },
-        logs_bloom: bloom(b.receipts.iter().flat_map(|r| r.logs.iter())),
         difficulty: U256::ZERO,
         number: h.number,
         gas_limit: h.gas_limit,
-        gas_used: b.gas_used,
+        gas_used,
         timestamp: h.timestamp,
         extra_data: Bytes::new(),
-        // No randomness beacon here; the parent hash stands in (as before
-        // this header existed, the block object reported it).
+        // No randomness beacon here; the parent hash stands in (the
+        // executor's PREVRANDAO; as before this header existed, the block
+        // object reported it).
         mix_hash: h.parent_hash,
         nonce: B64::ZERO,
         base_fee_per_gas: Some(h.base_fee),

@@ -13,7 +13,7 @@
 use alloy_consensus::{
     proofs::{calculate_receipt_root, calculate_transaction_root},
     Header, Receipt as EthReceipt, ReceiptEnvelope, ReceiptWithBloom, SignableTransaction, Signed, TxEip1559,
-    TxEnvelope, EMPTY_OMMER_ROOT_HASH, EMPTY_ROOT_HASH,
+    TxEnvelope, EMPTY_ROOT_HASH,
 };
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Signature, TxKind, B256, U256};
@@ -28,7 +28,7 @@ use sluice_store::LogEntry;
 
 use super::{
     error::RpcError,
-    format::{block_object, bloom, hex_u64, log, transaction, TxPosition},
+    format::{self, block_object, bloom, hex_u64, log, transaction, TxPosition},
     params::{call_request, Params},
     selector::state_at,
     RpcState,
@@ -132,8 +132,6 @@ fn block(s: &RpcState, b: &SimulatedBlock, parent: B256, full: bool) -> (Value, 
     let h = &b.header;
     let header = Header {
         parent_hash: parent,
-        ommers_hash: EMPTY_OMMER_ROOT_HASH,
-        beneficiary: h.coinbase,
         state_root: B256::ZERO,
         transactions_root: if txs.is_empty() {
             EMPTY_ROOT_HASH
@@ -142,19 +140,7 @@ fn block(s: &RpcState, b: &SimulatedBlock, parent: B256, full: bool) -> (Value, 
         },
         receipts_root: if receipts.is_empty() { EMPTY_ROOT_HASH } else { calculate_receipt_root(&receipts) },
         logs_bloom: bloom(b.calls.iter().flat_map(|c| c.outcome.logs.iter())),
-        difficulty: U256::ZERO,
-        number: h.number,
-        gas_limit: h.gas_limit,
-        gas_used: b.gas_used,
-        timestamp: h.timestamp,
-        // The executor's header holds the block's PREVRANDAO here.
-        mix_hash: h.parent_hash,
-        base_fee_per_gas: Some(h.base_fee),
-        withdrawals_root: Some(EMPTY_ROOT_HASH),
-        blob_gas_used: Some(0),
-        excess_blob_gas: Some(0),
-        parent_beacon_block_root: Some(B256::ZERO),
-        ..Header::default()
+        ..format::header_of(h, b.gas_used)
     };
     let hash = header.hash_slow();
     let position = |index: usize| TxPosition {

@@ -326,6 +326,16 @@ def pipeline():
     d.ts("App hash height", "Height of the last app hash recorded, against the committed height.",
          [t(f"sluice_store_app_hash_height{sel()}", "app hash"), t(height("committed"), "committed")],
          "none", w=6, custom={"fillOpacity": 0})
+    d.ts("Table bytes", "Bytes on disk of each of the store's tables: which one grows. In full mode "
+         "(store.mode) the block tables stay flat once the retention is reached.",
+         [t(f"sluice_store_table_bytes{sel()}", "{{table}}")], "bytes", w=12,
+         custom={"stacking": {"mode": "normal", "group": "A"}})
+    d.ts("Oldest block and state kept", "The oldest block kept (store.block_retention_blocks; 0 in "
+         "archive mode) and the oldest block whose state can be read (store.history_blocks), against "
+         "the committed height.",
+         [t(f"sluice_store_oldest_block{sel()}", "oldest block"),
+          t(f"sluice_store_oldest_state{sel()}", "oldest state"), t(height("committed"), "committed")],
+         "none", w=12, custom={"fillOpacity": 0})
     return d
 
 

@@ -145,6 +145,13 @@ pub const BUILD_INFO: &str = "sluice_build_info";
 pub const STORE_SYNC_SECONDS: &str = "sluice_store_sync_seconds";
 /// Size of the database file.
 pub const STORE_DB_BYTES: &str = "sluice_store_db_bytes";
+/// Bytes on disk of each of the store's tables (`table`: blocks, results,
+/// tx_index, accounts, ...): which one grows.
+pub const STORE_TABLE_BYTES: &str = "sluice_store_table_bytes";
+/// The oldest block kept (bodies, receipts; 0 while every block is kept).
+pub const STORE_OLDEST_BLOCK: &str = "sluice_store_oldest_block";
+/// The oldest block whose state can be read.
+pub const STORE_OLDEST_STATE: &str = "sluice_store_oldest_state";
 /// Height of the last app hash recorded in the hash vault.
 pub const STORE_APP_HASH_HEIGHT: &str = "sluice_store_app_hash_height";
 /// Bytes the state cache holds (accounts, storage, code).
@@ -298,6 +305,9 @@ fn describe() {
         "Time to write and sync one block to the database"
     );
     describe_gauge!(STORE_DB_BYTES, Unit::Bytes, "Size of the database file");
+    describe_gauge!(STORE_TABLE_BYTES, Unit::Bytes, "Bytes on disk of each of the store's tables");
+    describe_gauge!(STORE_OLDEST_BLOCK, "The oldest block kept (0 while every block is kept)");
+    describe_gauge!(STORE_OLDEST_STATE, "The oldest block whose state can be read");
     describe_gauge!(
         STATE_CACHE_BYTES,
         Unit::Bytes,

@@ -105,7 +105,8 @@ pub fn durable_options(cfg: &Config) -> DurableOptions {
             storage: cfg.store.storage_cache_bytes,
             code: cfg.store.code_cache_bytes,
         },
-        history_blocks: cfg.store.history_blocks,
+        history_blocks: cfg.store.kept_history_blocks(),
+        block_retention_blocks: cfg.store.kept_blocks(),
         address_index: cfg.store.address_index,
         fail_commit_at: cfg.store.inject_commit_failure_at_height,
         // Not configurable: the store's own tests inject read failures.
@@ -521,6 +522,13 @@ fn spawn_sampler(
             was_halted = halted.is_some();
             metrics::gauge!(m::STORE_HALTED).set(if was_halted { 1.0 } else { 0.0 });
             metrics::gauge!(m::STORE_DB_BYTES).set(store.db_bytes() as f64);
+            for (table, bytes) in store.table_bytes() {
+                metrics::gauge!(m::STORE_TABLE_BYTES, "table" => table).set(bytes as f64);
+            }
+            metrics::gauge!(m::STORE_OLDEST_BLOCK).set(store.oldest_block() as f64);
+            if let Ok(oldest) = store.oldest_state() {
+                metrics::gauge!(m::STORE_OLDEST_STATE).set(oldest as f64);
+            }
             metrics::counter!(m::STORE_READ_ERRORS).absolute(store.read_errors());
             if let Some(c) = store.cache_stats() {
                 metrics::gauge!(m::STATE_CACHE_BYTES).set(c.bytes as f64);

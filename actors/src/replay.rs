@@ -69,6 +69,12 @@ fn replay_unguarded(
     let start = Instant::now();
     let (db, id, head) = Db::open_existing(dir)?;
     let diverged = |height: u64, what: String| ReplayError::Diverged { height, what };
+    // Replay re-executes from genesis: a full node's data dir no longer
+    // has the blocks.
+    let kept_from = db.blocks_from();
+    if kept_from > 0 {
+        return Err(ReplayError::Store(StoreError::HistoryPruned { block: 0, oldest: kept_from }));
+    }
     let block0 = db.block(0)?.ok_or_else(|| diverged(0, "genesis block missing".into()))?;
     let alloc_changes = db.changes(0)?.ok_or_else(|| diverged(0, "genesis allocation missing".into()))?;
     let h = &block0.block.header;

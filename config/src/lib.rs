@@ -40,6 +40,11 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
+/// The fewest blocks a full node keeps (`store.block_retention_blocks`):
+/// BLOCKHASH reads the last 256 blocks' hashes while executing (the store
+/// holds the same bound).
+pub const MIN_BLOCK_RETENTION: u64 = 256;
+
 /// EVM rule set (defined in `sluice-messages`, shared by every stage).
 pub use sluice_messages::Spec;
 
@@ -200,7 +205,9 @@ impl Default for Config {
                 account_cache_bytes: 128 * 1024 * 1024,
                 storage_cache_bytes: 128 * 1024 * 1024,
                 code_cache_bytes: 64 * 1024 * 1024,
-                history_blocks: 0,
+                mode: StoreMode::Full,
+                history_blocks: 10_064,
+                block_retention_blocks: 100_000,
                 address_index: false,
                 inject_commit_failure_at_height: 0,
                 inject_app_hash_divergence_at_height: 0,
@@ -425,6 +432,7 @@ impl Config {
                 risks.join("; and ")
             )));
         }
+        self.validate_store()?;
         self.validate_consensus()?;
         if self.chain.block_gas_limit < 21_000 {
             return Err(ConfigError::Invalid("chain.block_gas_limit is below 21000".into()));
@@ -488,6 +496,30 @@ impl Config {
     /// Whether this node runs as a validator.
     pub fn is_validator(&self) -> bool {
         !self.consensus.validators_file.as_os_str().is_empty()
+    }
+
+    /// A full node's windows: each bounded (0 would keep everything,
+    /// which is archive mode, said by its name), and the blocks at least
+    /// what execution reads back (BLOCKHASH: 256).
+    fn validate_store(&self) -> Result<(), ConfigError> {
+        if self.store.mode != StoreMode::Full {
+            return Ok(());
+        }
+        if self.store.history_blocks == 0 {
+            return Err(ConfigError::Invalid(
+                "store.history_blocks must be greater than 0 in full mode; to keep every block's state, set \
+                 store.mode = \"archive\""
+                    .into(),
+            ));
+        }
+        if self.store.block_retention_blocks < MIN_BLOCK_RETENTION {
+            return Err(ConfigError::Invalid(format!(
+                "store.block_retention_blocks must be at least {MIN_BLOCK_RETENTION} (execution reads the last 256 \
+                 blocks' hashes), not {}; to keep every block, set store.mode = \"archive\"",
+                self.store.block_retention_blocks
+            )));
+        }
+        Ok(())
     }
 
     fn validate_consensus(&self) -> Result<(), ConfigError> {
@@ -676,6 +708,29 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("rpc.trace_filter_max_blocks must be greater than 0"), "{err}");
+    }
+
+    /// A full node's windows are bounded (0 would keep everything: that is
+    /// archive mode, asked for by name) and keep what execution reads
+    /// back; archive mode ignores them.
+    #[test]
+    fn a_full_node_keeps_bounded_windows_and_an_archive_node_everything() {
+        let cfg = Config::load(None, no_env(), &Overrides::default()).unwrap();
+        assert_eq!(cfg.store.mode, StoreMode::Full);
+        assert_eq!((cfg.store.kept_blocks(), cfg.store.kept_history_blocks()), (100_000, 10_064));
+        let load = |pairs: &[(&str, &str)]| Config::load(None, env_of(pairs), &Overrides::default());
+        let err = load(&[("SLUICE_STORE__HISTORY_BLOCKS", "0")]).unwrap_err().to_string();
+        assert!(
+            err.contains("store.history_blocks must be greater than 0") && err.contains("archive"),
+            "{err}"
+        );
+        let err = load(&[("SLUICE_STORE__BLOCK_RETENTION_BLOCKS", "255")]).unwrap_err().to_string();
+        assert!(err.contains("store.block_retention_blocks must be at least 256"), "{err}");
+        let cfg = load(&[("SLUICE_STORE__BLOCK_RETENTION_BLOCKS", "256")]).unwrap();
+        assert_eq!(cfg.store.kept_blocks(), 256);
+        let cfg = load(&[("SLUICE_STORE__MODE", "archive"), ("SLUICE_STORE__HISTORY_BLOCKS", "0")]).unwrap();
+        assert_eq!((cfg.store.kept_blocks(), cfg.store.kept_history_blocks()), (0, 0));
+        assert!(load(&[("SLUICE_STORE__MODE", "pruned")]).is_err(), "an unknown mode");
     }
 
     /// A timeout or interval of 0 would turn its guard off (actix has no

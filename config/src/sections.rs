@@ -350,6 +350,17 @@ impl PipelineConfig {
     }
 }
 
+/// What a node keeps of its chain (`store.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreMode {
+    /// A window: the last `store.block_retention_blocks` blocks and the
+    /// last `store.history_blocks` blocks' state; the disk stays bounded.
+    Full,
+    /// Everything from genesis: every block and every block's state.
+    Archive,
+}
+
 /// Chain data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -372,9 +383,17 @@ pub struct StoreConfig {
     pub storage_cache_bytes: u64,
     /// Contract code kept in memory, in bytes.
     pub code_cache_bytes: u64,
-    /// State history kept: reads answer at the last this many blocks
-    /// (like a geth full node's 128); 0 keeps every block's.
+    /// What this node keeps of its chain: a window of it (`full`) or all
+    /// of it (`archive`).
+    pub mode: StoreMode,
+    /// Full mode: state history kept: reads answer at the last this many
+    /// blocks (like a geth full node's 128). Archive mode keeps every
+    /// block's.
     pub history_blocks: u64,
+    /// Full mode: blocks kept (bodies, receipts, transactions, logs and
+    /// their indexes); older ones answer "pruned history unavailable" and
+    /// leave the disk. Archive mode keeps every block.
+    pub block_retention_blocks: u64,
     /// Write the address index (each address's transactions, for
     /// Otterscan's `ots_searchTransactionsBefore`/`After`) with every
     /// committed block. Off by default: a commit ~40% slower (PERFORMANCE.md).
@@ -473,5 +492,23 @@ impl ConsensusConfig {
     /// Threads of the consensus runtime: as configured, else one per core.
     pub fn worker_threads(&self) -> usize {
         self.worker_threads.unwrap_or_else(crate::cores)
+    }
+}
+
+impl StoreConfig {
+    /// State history kept, in blocks, as the store takes it (0: all).
+    pub fn kept_history_blocks(&self) -> u64 {
+        match self.mode {
+            StoreMode::Full => self.history_blocks,
+            StoreMode::Archive => 0,
+        }
+    }
+
+    /// Blocks kept, as the store takes it (0: all).
+    pub fn kept_blocks(&self) -> u64 {
+        match self.mode {
+            StoreMode::Full => self.block_retention_blocks,
+            StoreMode::Archive => 0,
+        }
     }
 }

@@ -22,6 +22,9 @@ pub const REQUEST_TIMED_OUT: i64 = -32002;
 pub const LIMIT_EXCEEDED: i64 = -32005;
 /// Execution reverted (with the revert data).
 pub const EXECUTION_REVERTED: i64 = 3;
+/// A block, its receipts or logs were pruned (geth's
+/// `PrunedHistoryError`, EIP-4444's code).
+pub const PRUNED_HISTORY: i64 = 4444;
 
 /// An error answer to one JSON-RPC call.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +83,8 @@ impl From<sluice_store::StoreError> for RpcError {
         match e {
             // The caller asked for pruned state: geth answers -32000.
             sluice_store::StoreError::StateUnavailable { .. } => RpcError::new(SERVER_ERROR, e.to_string()),
+            // A pruned block: geth's code, its message first.
+            sluice_store::StoreError::HistoryPruned { .. } => RpcError::new(PRUNED_HISTORY, e.to_string()),
             e => RpcError::new(INTERNAL_ERROR, e.to_string()),
         }
     }

@@ -313,7 +313,7 @@ fn fee_history(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
     let head = s.store.head();
     let newest = match p.block(1)? {
         BlockId::Latest | BlockId::Pending => head,
-        BlockId::Earliest => 0,
+        BlockId::Earliest => s.store.oldest_block(),
         BlockId::Number(n) if n <= head => n,
         BlockId::Number(_) => return Err(RpcError::new(SERVER_ERROR, "request beyond head block")),
         BlockId::Hash(h) => find_block(s, BlockId::Hash(h))?
@@ -337,7 +337,8 @@ fn fee_history(s: &RpcState, p: &Params<'_>) -> Result<Value, RpcError> {
     if count == 0 {
         return Ok(json!({"oldestBlock": hex_u64(0), "baseFeePerGas": [], "gasUsedRatio": []}));
     }
-    let oldest = newest.saturating_sub(count - 1);
+    // Only kept blocks: a full node's window starts at its oldest.
+    let oldest = newest.saturating_sub(count - 1).max(s.store.oldest_block().min(newest));
     let mut base_fees = Vec::new();
     let mut ratios = Vec::new();
     let mut rewards = Vec::new();

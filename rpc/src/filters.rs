@@ -183,11 +183,14 @@ impl Filters {
                     Blocks::Range { from: start, to: end } => {
                         let lo = match start {
                             End::Number(n) => from.max(n),
-                            End::Head => from,
+                            End::Head | End::Earliest => from,
                         };
                         let hi = match end {
                             End::Number(n) => head.min(n),
                             End::Head => head,
+                            // Only blocks at the oldest kept: a poll finds
+                            // none newer.
+                            End::Earliest => return Ok(json!([])),
                         };
                         (lo, hi)
                     }

@@ -22,14 +22,18 @@ use super::{
 pub(crate) enum End {
     /// The committed head when the query runs (`latest`, `pending`, absent).
     Head,
-    /// A height (`earliest` is 0).
+    /// The oldest block kept when the query runs (`earliest`: 0 until a
+    /// full node prunes, as geth's history cutoff).
+    Earliest,
+    /// A height.
     Number(u64),
 }
 
 impl End {
-    fn at(self, head: u64) -> u64 {
+    fn at(self, head: u64, oldest: u64) -> u64 {
         match self {
             End::Head => head,
+            End::Earliest => oldest,
             End::Number(n) => n,
         }
     }
@@ -68,7 +72,7 @@ impl LogQuery {
                 None => Ok(End::Head),
                 Some(v) => match params::block_id(v).map_err(|e| RpcError::invalid_arg(arg, e))? {
                     BlockId::Latest | BlockId::Pending => Ok(End::Head),
-                    BlockId::Earliest => Ok(End::Number(0)),
+                    BlockId::Earliest => Ok(End::Earliest),
                     BlockId::Number(n) => Ok(End::Number(n)),
                     BlockId::Hash(_) => Err(RpcError::invalid_arg(arg, "use blockHash for a block hash")),
                 },
@@ -95,9 +99,9 @@ impl LogQuery {
 
     /// The heights covered now, `from ..= to`.
     pub(crate) fn range(&self, s: &RpcState) -> Result<(u64, u64), RpcError> {
-        let head = s.store.head();
+        let (head, oldest) = (s.store.head(), s.store.oldest_block());
         let (from, to) = match self.blocks {
-            Blocks::Range { from, to } => (from.at(head), to.at(head)),
+            Blocks::Range { from, to } => (from.at(head, oldest), to.at(head, oldest)),
             Blocks::Hash(hash) => {
                 let b = s
                     .store
@@ -120,6 +124,13 @@ impl LogQuery {
                 LIMIT_EXCEEDED,
                 format!("query exceeds max block range {}", s.limits.max_logs_block_range),
             ));
+        }
+        // A range reaching below the oldest block kept is refused whole, as
+        // geth refuses one below its history cutoff: an answer without the
+        // pruned blocks' logs would look complete.
+        let oldest = s.store.oldest_block();
+        if from < oldest {
+            return Err(sluice_store::StoreError::HistoryPruned { block: from, oldest }.into());
         }
         let limit = s.limits.max_logs_results;
         let filter = LogFilter { from, to, criteria: self.criteria.clone() };

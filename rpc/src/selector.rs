@@ -17,7 +17,8 @@ pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredB
     let number = match id {
         BlockId::Latest | BlockId::Pending => return Ok(Some(s.store.head_block())),
         BlockId::Hash(h) => return Ok(s.store.try_block_by_hash(&h)?),
-        BlockId::Earliest => 0,
+        // geth: the history cutoff, the oldest block kept.
+        BlockId::Earliest => s.store.oldest_block(),
         BlockId::Number(n) => n,
     };
     // The head first: it only grows, so a block at or below it exists.
@@ -27,8 +28,9 @@ pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredB
     // A failed read answers this request with its error (the store is
     // not halted for it).
     let read = s.store.try_block(number).map_err(|e| match e {
-        // Pruned state is the caller's to hear as geth words it.
-        e @ sluice_store::StoreError::StateUnavailable { .. } => RpcError::from(e),
+        // Pruned state or blocks are the caller's to hear as geth words it.
+        e @ (sluice_store::StoreError::StateUnavailable { .. }
+        | sluice_store::StoreError::HistoryPruned { .. }) => RpcError::from(e),
         e => RpcError::new(INTERNAL_ERROR, format!("block {number} could not be read: {e}")),
     })?;
     match read {

@@ -55,6 +55,16 @@ pub enum StoreError {
         /// The oldest block whose state can be read.
         oldest: u64,
     },
+    /// A block (its body, receipts, transactions) older than the node
+    /// keeps: pruned by a full node's block retention. geth's wording
+    /// (its error code 4444) with the heights.
+    #[error("pruned history unavailable: block {block} is older than the oldest block kept ({oldest})")]
+    HistoryPruned {
+        /// The block asked for.
+        block: u64,
+        /// The oldest block kept.
+        oldest: u64,
+    },
     /// A block was committed out of order.
     #[error("block {got} committed out of order, expected {expected}")]
     OutOfOrder {

@@ -158,6 +158,7 @@ fn opts(dir: &std::path::Path, sync_every: u32, workers: usize, address_index: b
         },
         state_cache: sluice_store::CacheBytes::default(),
         history_blocks: 0,
+        block_retention_blocks: 0,
         address_index,
         fail_commit_at: 0,
         fail_read_at: 0,

@@ -148,6 +148,10 @@ pub struct DurableOptions {
     pub state_cache: CacheBytes,
     /// State history kept, in blocks (0: all); see [`crate::history`].
     pub history_blocks: u64,
+    /// Blocks kept, in blocks (0: all; at least
+    /// [`crate::prune::MIN_BLOCK_RETENTION`] otherwise); see
+    /// [`crate::prune`].
+    pub block_retention_blocks: u64,
     /// Write the address index ([`crate::address_index`]) with each block
     /// committed (`store.address_index`).
     pub address_index: bool,
@@ -317,7 +321,15 @@ impl Store {
             network: opts.network.clone(),
         };
         let (mut db, loaded) = Db::open(&opts.dir, &id, opts.sync, opts.db_limits)?;
-        db.keep_history_blocks(opts.history_blocks);
+        if opts.block_retention_blocks != 0 && opts.block_retention_blocks < crate::prune::MIN_BLOCK_RETENTION
+        {
+            return Err(StoreError::Corrupt(format!(
+                "a block retention of {} blocks is below the {} execution reads back (BLOCKHASH)",
+                opts.block_retention_blocks,
+                crate::prune::MIN_BLOCK_RETENTION
+            )));
+        }
+        db.keep(opts.block_retention_blocks, opts.history_blocks)?;
         db.index_addresses(opts.address_index);
         let head = match loaded {
             None => {
@@ -415,6 +427,10 @@ impl Store {
     /// database met (after an I/O error the store goes on; see
     /// `read_disk`).
     pub fn try_block(&self, number: u64) -> Result<Option<Arc<StoredBlock>>, StoreError> {
+        let oldest = self.oldest_block();
+        if number < oldest {
+            return Err(StoreError::HistoryPruned { block: number, oldest });
+        }
         {
             let inner = self.inner.read();
             if number > inner.head {
@@ -538,6 +554,11 @@ impl Store {
         self.disk().map_or(0, |db| db.size_bytes())
     }
 
+    /// Bytes of each of the database's tables, by name (none in memory).
+    pub fn table_bytes(&self) -> Vec<(String, u64)> {
+        self.disk().map_or_else(Vec::new, |db| db.table_bytes())
+    }
+
     /// What `read` finds in the file, if this store is durable and not
     /// closed (`Ok(None)` once closed: only cached blocks are served then).
     ///
@@ -564,7 +585,9 @@ impl Store {
             None => return Ok(None),
         };
         found.inspect_err(|e| {
-            if is_damage(e) {
+            if matches!(e, StoreError::HistoryPruned { .. }) {
+                // Pruned while being read: an answer, not a failure.
+            } else if is_damage(e) {
                 self.halt(e.to_string());
             } else {
                 self.read_errors.fetch_add(1, Ordering::Relaxed);
@@ -882,6 +905,13 @@ impl Store {
             Some(db) => db.history_from(),
             None => Ok(self.head()),
         }
+    }
+
+    /// The oldest block kept: blocks, receipts and transactions below it
+    /// were pruned (`store.block_retention_blocks`, see [`crate::prune`]);
+    /// 0 while every block is kept, and without a database.
+    pub fn oldest_block(&self) -> u64 {
+        self.disk().map_or(0, |db| db.blocks_from())
     }
 
     /// Whether state at `n` is read from memory: only without a database.

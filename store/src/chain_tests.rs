@@ -40,6 +40,7 @@ fn opts(dir: &std::path::Path, sync: SyncPolicy) -> DurableOptions {
         db_limits: crate::DbLimits { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20, worker_threads: 1 },
         state_cache: crate::CacheBytes::default(),
         history_blocks: 0,
+        block_retention_blocks: 0,
         address_index: false,
         fail_commit_at: 0,
         fail_read_at: 0,

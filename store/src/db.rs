@@ -18,7 +18,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::atomic::AtomicU32,
+    sync::{
+        atomic::{AtomicU32, AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use alloy_primitives::{Address, Bytes, B256, U256};
@@ -26,6 +29,7 @@ use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 
 use crate::address_index::{AddressPage, AddressScan};
 use crate::history::{self, AtBlock};
+use crate::prune::{self, Windows};
 use crate::tables::{corrupt, db_error, decode_account, slot_key, u64_value, StoredBlock, Tables, KEYSPACES};
 use sluice_messages::{
     wire::{self, BlockProto, BlockResultsProto, ChangeSetProto},
@@ -178,6 +182,16 @@ pub struct Db {
     repaired: bool,
     /// State history kept, in blocks (0: all).
     pub(crate) history_blocks: u64,
+    /// Blocks kept, in blocks (0: all); see [`crate::prune`].
+    pub(crate) block_retention: u64,
+    /// The oldest block kept (`meta.blocks_from`, as last committed):
+    /// reads below it are refused.
+    pub(crate) blocks_from: AtomicU64,
+    /// The oldest block kept as of the last synced commit: what the
+    /// compaction filters remove below ([`crate::prune::filters`]).
+    pub(crate) floor: Arc<AtomicU64>,
+    /// The floor the last drop of whole table files used.
+    pub(crate) dropped_to: AtomicU64,
     /// Whether commits write the address index (`store.address_index`).
     pub(crate) address_index: bool,
     /// Each table's write buffer (memtable), in bytes.
@@ -260,6 +274,7 @@ impl Db {
         // alone would leave a default soft limit of 1024 a hundred
         // descriptors for every socket, and a read then fails with EMFILE.
         let limit = open_file_limit();
+        let floor = Arc::new(AtomicU64::new(0));
         let cached_files = cached_files_within(limit);
         tracing::info!(
             open_file_limit = limit.map_or_else(|| "unlimited".to_string(), |l| l.to_string()),
@@ -271,6 +286,7 @@ impl Db {
             .cache_size(memory.cache_bytes)
             .max_journaling_size((memory.write_buffer_bytes * 2).max(64 << 20))
             .worker_threads(memory.worker_threads.max(1))
+            .with_compaction_filter_factories(prune::filters(Arc::clone(&floor)))
             .open()
             .map_err(cannot)?;
         let ks = |name: &str| {
@@ -291,7 +307,7 @@ impl Db {
             storage_history: ks("storage_history")?,
             address_txs: ks("address_txs")?,
         };
-        Ok(Db {
+        let mut me = Db {
             db,
             t,
             path,
@@ -299,9 +315,19 @@ impl Db {
             unsynced: AtomicU32::new(0),
             repaired: false,
             history_blocks: 0,
+            block_retention: 0,
+            blocks_from: AtomicU64::new(0),
+            floor,
+            dropped_to: AtomicU64::new(0),
             address_index: false,
             memtable_bytes: memtable,
-        })
+        };
+        // What the last run pruned to is durable: the filters may remove
+        // below it from the first compaction on.
+        let from = me.meta_u64("blocks_from")?.unwrap_or(0);
+        me.blocks_from = AtomicU64::new(from);
+        me.floor.store(from, Ordering::Release);
+        Ok(me)
     }
 
     /// Opens an existing database to read it (replay). A damaged one is
@@ -427,6 +453,9 @@ impl Db {
 
     /// A stored block with its results.
     pub fn block(&self, n: u64) -> Result<Option<StoredBlock>, StoreError> {
+        if n < self.blocks_from() {
+            return Err(self.pruned(n));
+        }
         // Both from one snapshot: a block and its results are one batch.
         let bytes = self.read(|| {
             let snap = self.db.snapshot();
@@ -440,7 +469,8 @@ impl Db {
             Ok(Some((block, results)))
         })?;
         let Some((block, results)) = bytes else {
-            return Ok(None);
+            // Pruned while it was being read: say so, not "missing".
+            return if n < self.blocks_from() { Err(self.pruned(n)) } else { Ok(None) };
         };
         let block =
             SealedBlock::try_from(&wire::decode::<BlockProto>(&block).map_err(corrupt)?).map_err(corrupt)?;
@@ -456,12 +486,43 @@ impl Db {
         }))
     }
 
-    /// Keeps state history for the last `blocks` blocks only (0: all):
-    /// each commit then drops the history of the block that left the
-    /// window (up to [`crate::write::PRUNE_BLOCKS_PER_COMMIT`] at a time,
-    /// when the window was shortened).
-    pub fn keep_history_blocks(&mut self, blocks: u64) {
-        self.history_blocks = blocks;
+    /// Keeps the last `blocks` blocks (0: all; see [`crate::prune`]) and
+    /// state history for the last `history` blocks only (0: all): each
+    /// commit then moves the oldest block kept, and drops the history of
+    /// the block that left the window (up to
+    /// [`crate::write::PRUNE_BLOCKS_PER_COMMIT`] at a time, when the window
+    /// was shortened). A window wider than what this data dir already
+    /// pruned to is refused (what was pruned cannot come back); the
+    /// windows are recorded for the next open.
+    pub fn keep(&mut self, blocks: u64, history: u64) -> Result<(), StoreError> {
+        let had = Windows {
+            blocks: self.meta_u64("block_retention")?.unwrap_or(0),
+            history: self.meta_u64("history_blocks")?.unwrap_or(0),
+        };
+        let wanted = Windows { blocks, history };
+        if let Some(why) = prune::widening(had, wanted, self.blocks_from(), self.history_from()?) {
+            return Err(StoreError::Corrupt(why));
+        }
+        if had != wanted {
+            let mut b = self.db.batch().durability(Some(PersistMode::SyncAll));
+            b.insert(&self.t.meta, "block_retention", blocks.to_be_bytes());
+            b.insert(&self.t.meta, "history_blocks", history.to_be_bytes());
+            b.commit().map_err(db_error)?;
+        }
+        self.block_retention = blocks;
+        self.history_blocks = history;
+        Ok(())
+    }
+
+    /// The oldest block kept: blocks, receipts and transactions below it
+    /// were pruned ([`crate::prune`]); 0 while everything is kept.
+    pub fn blocks_from(&self) -> u64 {
+        self.blocks_from.load(Ordering::Acquire)
+    }
+
+    /// The error a read of pruned block `n` answers.
+    fn pruned(&self, n: u64) -> StoreError {
+        StoreError::HistoryPruned { block: n, oldest: self.blocks_from() }
     }
 
     /// Writes the address index ([`crate::address_index`]) with every
@@ -484,7 +545,23 @@ impl Db {
         scan: AddressScan,
         page: usize,
     ) -> Result<AddressPage, StoreError> {
-        self.read(|| crate::address_index::search(&self.t.address_txs, address, scan, page))
+        let from = self.blocks_from();
+        // Searching forward from a pruned block starts at the oldest kept.
+        let scan = match scan {
+            AddressScan::After(n) if from > 0 => AddressScan::After(n.max(from - 1)),
+            scan => scan,
+        };
+        let mut found =
+            self.read(|| crate::address_index::search(&self.t.address_txs, address, scan, page))?;
+        if found.found.iter().any(|&(block, _)| block < from) {
+            // Rows of pruned blocks (not yet compacted away) are not
+            // answered; older ones only lie that way when searching back.
+            found.found.retain(|&(block, _)| block >= from);
+            if matches!(scan, AddressScan::Before(_)) {
+                found.more = false;
+            }
+        }
+        Ok(found)
     }
 
     /// The oldest block whose end state can be read (see
@@ -542,7 +619,8 @@ impl Db {
             .transpose()
     }
 
-    /// Height of the block with this hash.
+    /// Height of the block with this hash (a pruned one's too: reading
+    /// it then answers [`StoreError::HistoryPruned`]).
     pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StoreError> {
         self.get(&self.t.block_by_hash, hash)?.map(|v| u64_value(&v, "block hash index")).transpose()
     }
@@ -559,12 +637,24 @@ impl Db {
         n.copy_from_slice(&v[..8]);
         let mut i = [0u8; 4];
         i.copy_from_slice(&v[8..]);
-        Ok(Some((u64::from_be_bytes(n), u32::from_be_bytes(i))))
+        let n = u64::from_be_bytes(n);
+        // A pruned block's transactions are unknown, as geth's unindexed
+        // ones are.
+        if n < self.blocks_from() {
+            return Ok(None);
+        }
+        Ok(Some((n, u32::from_be_bytes(i))))
     }
 
     /// Bytes the database takes on disk (its tables and journals).
     pub fn size_bytes(&self) -> u64 {
         self.db.disk_space().unwrap_or(0)
+    }
+
+    /// Bytes each table's files take on disk, by table name (the journal,
+    /// shared by all, is in [`Db::size_bytes`] only).
+    pub fn table_bytes(&self) -> Vec<(String, u64)> {
+        self.t.all().iter().map(|ks| (ks.name().to_string(), ks.disk_space())).collect()
     }
 
     /// Whether the last run left the database open (a crash, a kill): its

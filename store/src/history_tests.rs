@@ -255,6 +255,7 @@ fn options(dir: &std::path::Path, history_blocks: u64) -> DurableOptions {
         db_limits: crate::DbLimits { cache_bytes: 16 << 20, write_buffer_bytes: 8 << 20, worker_threads: 1 },
         state_cache: crate::CacheBytes::default(),
         history_blocks,
+        block_retention_blocks: 0,
         address_index: false,
         fail_commit_at: 0,
         fail_read_at: 0,

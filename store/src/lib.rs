@@ -13,7 +13,8 @@
 //! - [`history`]: each block's priors, so state reads at any retained
 //!   block ([`Store::state_at`]), on the tables.
 //! - [`db`]: the on-disk database (fjall): open, reads, close; [`write`]:
-//!   one atomic batch per block.
+//!   one atomic batch per block; [`prune`]: what a full node keeps and
+//!   how the rest leaves the disk.
 //! - [`cache`]: the bounded cache of current state over the database;
 //!   [`state`]: current state in memory (a store without a database).
 //! - [`chain`]: the committed chain ([`Store`]) on all of the above:
@@ -38,6 +39,7 @@ pub mod genesis_json;
 pub mod guard;
 pub mod history;
 pub mod overlay;
+pub mod prune;
 /// The state-reading interface (the `sluice-state` crate).
 pub use sluice_state as reader;
 pub mod state;

@@ -19,10 +19,13 @@ use sluice_messages::{
     ChangeSet,
 };
 
+use fjall::AbstractTree;
+
 use crate::{
     address_index,
     db::{Db, SyncPolicy},
     history::HistoryWriter,
+    prune,
     tables::{corrupt, db_error, encode_account, slot_key, StoredBlock},
     Account, StoreError, Synthetic,
 };
@@ -204,14 +207,22 @@ impl Db {
                     history.slot(&c.address, slot, prior);
                 }
             }
-            if self.history_blocks > 0 && n > self.history_blocks {
-                self.prune_history(&snap, &mut history, n - self.history_blocks)?;
+            let history_from = if self.history_blocks > 0 && n > self.history_blocks {
+                self.prune_history(&snap, &mut history, n - self.history_blocks)?
+            } else {
+                self.history_from()?
+            };
+            let blocks_from = self.next_blocks_from(n, history_from);
+            if blocks_from > self.blocks_from() {
+                batch.insert(&t.meta, "blocks_from", blocks_from.to_be_bytes());
             }
             batch.insert(&t.meta, "head", key);
             batch.commit().map_err(db_error)?;
+            self.blocks_from.fetch_max(blocks_from, Ordering::AcqRel);
             self.seal_full_write_buffers()?;
             if sync {
                 self.unsynced.store(0, Ordering::Relaxed);
+                self.pruned_durably();
             } else {
                 self.unsynced.fetch_add(1, Ordering::Relaxed);
             }
@@ -223,18 +234,19 @@ impl Db {
     /// state stays readable: rows recorded by a block serve reads before it
     /// only), from where the last pruning stopped, and moves
     /// `history_from` there.
+    /// Returns the oldest block with state after this commit.
     fn prune_history(
         &self,
         snap: &fjall::Snapshot,
         history: &mut HistoryWriter<'_>,
         oldest: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         let from = match snap.get(&self.t.meta, "history_from").map_err(db_error)? {
             Some(v) => u64::from_be_bytes(v.as_ref().try_into().map_err(|_| corrupt("meta history_from"))?),
             None => 0,
         };
         if oldest <= from {
-            return Ok(());
+            return Ok(from);
         }
         let until = oldest.min(from + PRUNE_BLOCKS_PER_COMMIT);
         for b in from + 1..=until {
@@ -244,6 +256,41 @@ impl Db {
             history.forget(snap, b, &set)?;
         }
         history.batch.insert(&self.t.meta, "history_from", until.to_be_bytes());
-        Ok(())
+        Ok(until)
+    }
+
+    /// The oldest block kept once block `n` is committed: the last
+    /// `block_retention` blocks, and every block of the state history
+    /// still kept (its pruning reads their change sets), never less than
+    /// before.
+    fn next_blocks_from(&self, n: u64, history_from: u64) -> u64 {
+        if self.block_retention == 0 {
+            return self.blocks_from();
+        }
+        let mut from = (n + 1).saturating_sub(self.block_retention);
+        if self.history_blocks > 0 {
+            from = from.min(history_from + 1);
+        }
+        from.max(self.blocks_from())
+    }
+
+    /// After a synced commit: the floor it made durable is handed to the
+    /// compaction filters, and once it moved [`prune::DROP_EVERY_BLOCKS`]
+    /// since the last time, the height-keyed tables' files wholly below it
+    /// are deleted. A failed drop frees nothing yet and costs nothing
+    /// else: the next one retries it.
+    fn pruned_durably(&self) {
+        let from = self.blocks_from();
+        self.floor.store(from, Ordering::Release);
+        if from < self.dropped_to.load(Ordering::Relaxed) + prune::DROP_EVERY_BLOCKS {
+            return;
+        }
+        self.dropped_to.store(from, Ordering::Relaxed);
+        let below = from.to_be_bytes();
+        for ks in [&self.t.blocks, &self.t.results, &self.t.changes, &self.t.vault] {
+            if let Err(e) = ks.tree.drop_range::<&[u8], _>(..below.as_slice()) {
+                tracing::warn!(error = ?e, table = %ks.name(), "dropping pruned table files failed; retried later");
+            }
+        }
     }
 }

@@ -176,6 +176,8 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         },
         spec: cfg.chain.spec,
         verify_workers: cfg.pipeline.prepare_workers(),
+        // TODO(57): store.block_retention_blocks
+        archive_retention_blocks: None,
         set,
     };
     Ok(Prepared { consensus, network: format!("validators:{set_hash}") })

@@ -7,7 +7,8 @@
 //! time, simulated links) run exactly this code.
 
 use std::{
-    num::{NonZeroU16, NonZeroUsize},
+    num::{NonZeroU16, NonZeroU64, NonZeroUsize},
+    path::{Path, PathBuf},
     sync::{atomic::AtomicU64, Arc},
     time::Duration,
 };
@@ -32,10 +33,11 @@ use commonware_cryptography::{
     sha256::Sha256,
     Digested,
 };
+use commonware_macros::select;
 use commonware_p2p::{Blocker, Provider, Receiver, Sender};
 use commonware_parallel::Sequential;
 use commonware_runtime::{buffer::paged::CacheRef, Clock, Handle, Metrics, Spawner, Storage};
-use commonware_storage::archive::immutable;
+use commonware_storage::{archive::prunable, translator::EightCap};
 use commonware_utils::{ordered::Set, NZDuration, NZUsize, NZU16, NZU64};
 use parking_lot::Mutex;
 use rand_core::CryptoRng;
@@ -123,6 +125,19 @@ pub(crate) struct Setup<B: Backend> {
     pub(crate) spec: sluice_messages::Spec,
     /// Threads recovering a proposal's senders.
     pub(crate) verify_workers: usize,
+    /// Finalized heights marshal's archives keep below the committed
+    /// height, for peers catching up (they backfill from them) and for
+    /// replaying blocks the store lost; older sections are pruned as the
+    /// store commits. `None` keeps every block (the node's archive mode).
+    pub(crate) archive_retention_blocks: Option<NonZeroU64>,
+    /// Heights per section of the finalized archives
+    /// ([`ARCHIVE_ITEMS_PER_SECTION`]; smaller in the simulation, so that
+    /// a short run prunes). Fixed for the life of the archives' data.
+    pub(crate) archive_items_per_section: NonZeroU64,
+    /// Where the runtime keeps partitions on disk (one directory each),
+    /// for the messages and the archive-size metric; `None` in the
+    /// simulation's in-memory storage.
+    pub(crate) storage_dir: Option<PathBuf>,
 }
 
 /// The six channels a validator uses, each a (sender, receiver) pair.
@@ -155,35 +170,85 @@ pub(crate) fn max_message_size(rules: &Rules, validators: usize) -> u32 {
     u32::try_from(size).unwrap_or(u32::MAX)
 }
 
-/// A finalized archive (blocks or certificates by height). Sized for a
-/// long-lived chain: the freezer's table starts at 64k entries and grows
-/// in 4k-entry chunks every 4 resizes, values go in 256 MiB files, and the
-/// height index in sections of 4,096 heights (one file each).
+/// Heights per section of marshal's finalized archives (blocks and
+/// certificates by height). Pruning drops whole sections, so a retention of
+/// R heights keeps between R and R + this many; and every section is a key
+/// file and a value file held open, with an in-memory index of 8 bytes per
+/// height plus each key's. 16,384 heights is about 55 minutes at a 200 ms
+/// block time: a retention of hours or days overshoots by a small
+/// fraction, and a node keeping everything (no retention) opens four
+/// files (two per archive) per ~55 minutes of chain rather than per minute.
+pub(crate) const ARCHIVE_ITEMS_PER_SECTION: NonZeroU64 = NZU64!(1 << 14);
+/// How often the archive metrics are refreshed between prunes: they move
+/// only as blocks are appended, so a few seconds is current enough.
+const ARCHIVE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
+/// The finalized archives, by the name their partitions carry.
+pub(crate) const ARCHIVES: [&str; 2] = ["finalizations", "blocks"];
+/// The partitions an older sluice's immutable archives wrote, by suffix
+/// after `{prefix}-{archive}-`: any of them holding a blob means the data
+/// dir is of that layout.
+const IMMUTABLE_PARTITIONS: [&str; 5] =
+    ["freezer-table", "freezer-key", "freezer-value", "ordinal", "metadata"];
+/// The kinds of partition of one prunable archive.
+const PRUNABLE_PARTITIONS: [&str; 3] = ["metadata", "key", "value"];
+
+/// The partition of `archive`'s `kind` (metadata, key, value). Named apart
+/// from the immutable archives' partitions (`{prefix}-{archive}-metadata`
+/// among them), so the two layouts never share a partition.
+pub(crate) fn archive_partition(prefix: &str, archive: &str, kind: &str) -> String {
+    format!("{prefix}-{archive}-prunable-{kind}")
+}
+
+/// A finalized archive (blocks or certificates by height), pruned by
+/// section of [`ARCHIVE_ITEMS_PER_SECTION`] heights (the simulation uses
+/// smaller ones). Keys are block digests (keccak: uniform), so the first 8
+/// bytes index them.
 fn archive_config<C>(
     prefix: &str,
     name: &str,
+    items_per_section: NonZeroU64,
     page_cache: &CacheRef,
     codec_config: C,
-) -> immutable::Config<C> {
-    immutable::Config {
-        metadata_partition: format!("{prefix}-{name}-metadata"),
-        freezer_table_partition: format!("{prefix}-{name}-freezer-table"),
-        freezer_table_initial_size: 1 << 16,
-        freezer_table_resize_frequency: 4,
-        freezer_table_resize_chunk_size: 1 << 12,
-        freezer_key_partition: format!("{prefix}-{name}-freezer-key"),
-        freezer_key_page_cache: page_cache.clone(),
-        freezer_value_partition: format!("{prefix}-{name}-freezer-value"),
-        freezer_value_target_size: 1 << 28,
-        freezer_value_compression: None,
-        ordinal_partition: format!("{prefix}-{name}-ordinal"),
-        items_per_section: NZU64!(1 << 12),
+) -> prunable::Config<EightCap, C> {
+    prunable::Config {
+        translator: EightCap,
+        metadata_partition: archive_partition(prefix, name, "metadata"),
+        key_partition: archive_partition(prefix, name, "key"),
+        key_page_cache: page_cache.clone(),
+        value_partition: archive_partition(prefix, name, "value"),
+        compression: None,
         codec_config,
+        items_per_section,
+        key_write_buffer: IO_BUFFER,
+        value_write_buffer: IO_BUFFER,
         replay_buffer: IO_BUFFER,
-        freezer_key_write_buffer: IO_BUFFER,
-        freezer_value_write_buffer: IO_BUFFER,
-        ordinal_write_buffer: IO_BUFFER,
     }
+}
+
+/// Refuses storage holding an older sluice's immutable archives: this build
+/// cannot read them, and would otherwise start empty archives beside them
+/// (the old ones never read again, never removed). `dir` names the storage
+/// for the message.
+pub(crate) async fn refuse_immutable_archives<E: Storage>(
+    ctx: &E,
+    prefix: &str,
+    dir: Option<&Path>,
+) -> Result<(), EngineError> {
+    for archive in ARCHIVES {
+        for kind in IMMUTABLE_PARTITIONS {
+            let partition = format!("{prefix}-{archive}-{kind}");
+            match ctx.scan(&partition).await {
+                Ok(blobs) if !blobs.is_empty() => {
+                    let dir = dir.map_or_else(|| "(in memory)".to_string(), |d| d.display().to_string());
+                    return Err(EngineError::OlderArchives { dir, partition });
+                }
+                // Missing or empty: nothing of the old layout here.
+                Ok(_) | Err(commonware_runtime::Error::PartitionMissing(_)) => {}
+                Err(e) => return Err(EngineError::Scan { partition, source: e }),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Why consensus could not start.
@@ -192,6 +257,28 @@ pub enum EngineError {
     /// The key is not one of the validator set's.
     #[error("this validator's key is not in the validator set")]
     NotAValidator,
+    /// The storage holds the immutable archives an older sluice wrote.
+    #[error(
+        "consensus data dir {dir} holds archives written by an older sluice (immutable archives, \
+         partition {partition}); this build keeps pruned archives and cannot read them: stop the node and \
+         remove {dir} (consensus storage only: the chain in the store stays, and consensus fetches \
+         finalized blocks again from the other validators), or use another --data-dir"
+    )]
+    OlderArchives {
+        /// The consensus storage directory.
+        dir: String,
+        /// One partition of the old layout found there.
+        partition: String,
+    },
+    /// The storage could not be listed.
+    #[error("consensus storage: listing partition {partition}: {source}")]
+    Scan {
+        /// The partition being listed.
+        partition: String,
+        /// What the runtime said.
+        #[source]
+        source: commonware_runtime::Error,
+    },
     /// An archive could not be opened.
     #[error("consensus storage: {archive} archive: {source}")]
     Storage {
@@ -226,6 +313,9 @@ where
         .ok_or(EngineError::NotAValidator)?;
     let page_cache = CacheRef::new(PAGE_SIZE, PAGE_CACHE_PAGES);
     let prefix = setup.partition.clone();
+    // Before anything opens a partition: the old layout's metadata
+    // partitions would otherwise be read as the new archives'.
+    refuse_immutable_archives(&ctx, &prefix, setup.storage_dir.as_deref()).await?;
     let limits = setup.rules.limits();
 
     let resolver = marshal_resolver::init(
@@ -268,20 +358,22 @@ where
         );
     }
 
-    let finalizations = immutable::Archive::init(
+    let section = setup.archive_items_per_section;
+    let finalizations = prunable::Archive::init(
         ctx.child("finalizations_by_height"),
         archive_config(
             &prefix,
             "finalizations",
+            section,
             &page_cache,
             ed25519::Scheme::certificate_codec_config_unbounded(),
         ),
     )
     .await
     .map_err(|source| EngineError::Storage { archive: "finalizations", source })?;
-    let blocks = immutable::Archive::init(
+    let blocks = prunable::Archive::init(
         ctx.child("finalized_blocks"),
-        archive_config(&prefix, "blocks", &page_cache, limits),
+        archive_config(&prefix, "blocks", section, &page_cache, limits),
     )
     .await
     .map_err(|source| EngineError::Storage { archive: "blocks", source })?;
@@ -338,6 +430,18 @@ where
         );
     }
     handles.push(marshal_actor.start(sink, buffer, resolver));
+    {
+        let marshal = marshal.clone();
+        let keeper = ArchiveKeeper {
+            committed: setup.backend.committed(),
+            retention: setup.archive_retention_blocks,
+            section,
+            prefix: prefix.clone(),
+            dir: setup.storage_dir.clone(),
+        };
+        handles
+            .push(ctx.child("archive_pruner").spawn(move |ctx| keeper.run(ctx, move |h| marshal.prune(h))));
+    }
 
     let app = SluiceApp {
         backend: setup.backend.clone(),
@@ -386,4 +490,225 @@ where
     );
     handles.push(engine.start(channels.votes, channels.certificates, channels.resolver));
     Ok(handles)
+}
+
+/// Keeps marshal's finalized archives bounded: prunes them behind the
+/// committed height as the store commits, and keeps the archive metrics
+/// current.
+struct ArchiveKeeper {
+    /// The store's committed height, as it moves.
+    committed: tokio::sync::watch::Receiver<u64>,
+    /// Heights kept below the committed one; `None` keeps everything.
+    retention: Option<NonZeroU64>,
+    /// Heights per archive section (pruning's granularity).
+    section: NonZeroU64,
+    /// Prefix of the archives' partitions.
+    prefix: String,
+    /// Where the partitions are on disk, if they are (the size metric).
+    dir: Option<PathBuf>,
+}
+
+impl ArchiveKeeper {
+    /// Runs for the life of the validator (never returns: its handle
+    /// ending would mean the validator stopped). `prune` asks marshal to
+    /// drop what is below a height.
+    async fn run<E: Clock + Storage>(mut self, ctx: E, prune: impl Fn(Height)) {
+        let mut pruned_at = None;
+        let mut watching = true;
+        let mut refresh_at = ctx.current();
+        loop {
+            let committed = *self.committed.borrow_and_update();
+            if let Some(keep) = prune_target(committed, self.retention, self.section, pruned_at) {
+                tracing::debug!(committed, keep, "pruning consensus archives");
+                prune(Height::new(keep));
+                pruned_at = Some(committed);
+                // Marshal prunes on its own time: the refresh below shows
+                // the previous prune, the next one this.
+                refresh_at = ctx.current();
+            }
+            if ctx.current() >= refresh_at {
+                self.refresh_metrics(&ctx).await;
+                refresh_at = ctx.current() + ARCHIVE_METRICS_INTERVAL;
+            }
+            if watching {
+                select! {
+                    changed = self.committed.changed() => {
+                        // The store stopped: nothing more to prune, but the
+                        // metrics stay current until the validator stops.
+                        watching = changed.is_ok();
+                    },
+                    _ = ctx.sleep_until(refresh_at) => {},
+                }
+            } else {
+                ctx.sleep_until(refresh_at).await;
+            }
+        }
+    }
+
+    /// Sets the archive gauges: the oldest section the block archive keeps
+    /// (listing a partition reads no blob) and, on disk, the archives'
+    /// bytes.
+    async fn refresh_metrics<E: Storage>(&self, ctx: &E) {
+        let blocks_key = archive_partition(&self.prefix, "blocks", "key");
+        if let Some(oldest) = archive_sections(ctx, &blocks_key).await.first() {
+            metrics::gauge!(crate::metrics::ARCHIVE_OLDEST_HEIGHT).set(*oldest as f64);
+        }
+        if let Some(dir) = &self.dir {
+            let bytes = archive_bytes(dir, &self.prefix);
+            metrics::gauge!(crate::metrics::ARCHIVE_BYTES).set(bytes as f64);
+        }
+    }
+}
+
+/// The height below which to prune marshal's archives now, if any: only
+/// with a retention, only once the committed height is past it, and only
+/// once the committed height moved by a section since the last prune
+/// (pruning drops whole sections, so a prune per block would mostly do
+/// nothing). Always below the committed height: the forwarder replays
+/// from the committed height up, and peers backfill from what is kept.
+fn prune_target(
+    committed: u64,
+    retention: Option<NonZeroU64>,
+    section: NonZeroU64,
+    pruned_at: Option<u64>,
+) -> Option<u64> {
+    let keep = committed.checked_sub(retention?.get()).filter(|k| *k > 0)?;
+    match pruned_at {
+        Some(at) if committed < at.saturating_add(section.get()) => None,
+        _ => Some(keep),
+    }
+}
+
+/// The sections (their first heights, ascending) a prunable archive's
+/// partition holds: each is one blob, named by its first height.
+pub(crate) async fn archive_sections<E: Storage>(ctx: &E, partition: &str) -> Vec<u64> {
+    let mut sections: Vec<u64> = match ctx.scan(partition).await {
+        Ok(names) => names
+            .iter()
+            .filter_map(|n| <[u8; 8]>::try_from(n.as_slice()).ok())
+            .map(u64::from_be_bytes)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    sections.sort_unstable();
+    sections
+}
+
+/// Bytes on disk of the finalized archives' partitions under `dir` (the
+/// tokio runtime keeps a partition as a directory of that name, a blob as
+/// a file in it). Unreadable entries count as 0: a metric, not a check.
+fn archive_bytes(dir: &Path, prefix: &str) -> u64 {
+    ARCHIVES
+        .iter()
+        .flat_map(|archive| {
+            PRUNABLE_PARTITIONS.iter().map(move |kind| archive_partition(prefix, archive, kind))
+        })
+        .filter_map(|partition| std::fs::read_dir(dir.join(partition)).ok())
+        .flatten()
+        .filter_map(|entry| entry.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use commonware_cryptography::{sha256::Digest, Hasher as _};
+    use commonware_runtime::{deterministic, Runner as _, Supervisor as _};
+    use commonware_storage::archive::{immutable, Archive as _};
+
+    use super::*;
+
+    /// The finalized archive an older sluice wrote (its config, as it was).
+    fn immutable_config(prefix: &str, name: &str, page_cache: &CacheRef) -> immutable::Config<()> {
+        immutable::Config {
+            metadata_partition: format!("{prefix}-{name}-metadata"),
+            freezer_table_partition: format!("{prefix}-{name}-freezer-table"),
+            freezer_table_initial_size: 1 << 16,
+            freezer_table_resize_frequency: 4,
+            freezer_table_resize_chunk_size: 1 << 12,
+            freezer_key_partition: format!("{prefix}-{name}-freezer-key"),
+            freezer_key_page_cache: page_cache.clone(),
+            freezer_value_partition: format!("{prefix}-{name}-freezer-value"),
+            freezer_value_target_size: 1 << 28,
+            freezer_value_compression: None,
+            ordinal_partition: format!("{prefix}-{name}-ordinal"),
+            items_per_section: NZU64!(1 << 12),
+            codec_config: (),
+            replay_buffer: IO_BUFFER,
+            freezer_key_write_buffer: IO_BUFFER,
+            freezer_value_write_buffer: IO_BUFFER,
+            ordinal_write_buffer: IO_BUFFER,
+        }
+    }
+
+    fn key(i: u64) -> Digest {
+        Sha256::hash(&[&i.to_be_bytes()])
+    }
+
+    #[test]
+    fn an_older_sluices_immutable_archives_are_refused_by_name() {
+        deterministic::Runner::default().start(|ctx| async move {
+            let page_cache = CacheRef::new(PAGE_SIZE, PAGE_CACHE_PAGES);
+            let old = immutable::Archive::<_, Digest, u64>::init(
+                ctx.child("old"),
+                immutable_config("sluice", "finalizations", &page_cache),
+            )
+            .await
+            .unwrap();
+            old.put(1, key(1), &7).await.unwrap().sync().await.unwrap();
+
+            let dir = Path::new("/var/lib/sluice/consensus");
+            let err = refuse_immutable_archives(&ctx, "sluice", Some(dir)).await.unwrap_err();
+            assert!(matches!(err, EngineError::OlderArchives { .. }), "{err:?}");
+            let why = err.to_string();
+            for part in
+                ["older sluice", "immutable archives", "remove /var/lib/sluice/consensus", "--data-dir"]
+            {
+                assert!(why.contains(part), "{part:?} missing from: {why}");
+            }
+            // Another validator's prefix is not this one's storage.
+            refuse_immutable_archives(&ctx, "v1", Some(dir)).await.unwrap();
+        });
+    }
+
+    #[test]
+    fn this_builds_prunable_archives_are_not_refused() {
+        deterministic::Runner::default().start(|ctx| async move {
+            let page_cache = CacheRef::new(PAGE_SIZE, PAGE_CACHE_PAGES);
+            for name in ARCHIVES {
+                let archive = prunable::Archive::<_, _, Digest, u64>::init(
+                    ctx.child(name),
+                    archive_config("sluice", name, NZU64!(4), &page_cache, ()),
+                )
+                .await
+                .unwrap();
+                let mut archive = archive;
+                for h in 1..=9 {
+                    archive = archive.put(h, key(h), &h).await.unwrap();
+                }
+                archive.sync().await.unwrap();
+            }
+            refuse_immutable_archives(&ctx, "sluice", None).await.unwrap();
+            // Nine heights in sections of four: sections 0, 4 and 8.
+            let key_partition = archive_partition("sluice", "blocks", "key");
+            assert_eq!(archive_sections(&ctx, &key_partition).await, vec![0, 4, 8]);
+        });
+    }
+
+    #[test]
+    fn prunes_below_the_retention_once_per_section() {
+        let (retention, section) = (NonZeroU64::new(100), NZU64!(32));
+        // Nothing without a retention, nor until the committed height is past it.
+        assert_eq!(prune_target(10_000, None, section, None), None);
+        assert_eq!(prune_target(100, retention, section, None), None);
+        assert_eq!(prune_target(101, retention, section, None), Some(1));
+        // Then again only once the committed height moved a section.
+        assert_eq!(prune_target(132, retention, section, Some(101)), None);
+        assert_eq!(prune_target(133, retention, section, Some(101)), Some(33));
+        // At once after a restart (no prune yet), always below committed.
+        let keep = prune_target(5_000, NonZeroU64::new(1), section, None).unwrap();
+        assert_eq!(keep, 4_999);
+    }
 }

@@ -46,6 +46,13 @@ pub const PEERS: &str = "sluice_consensus_peers_connected";
 /// Peer connections dropped because nothing (not even a ping) came over
 /// them for `consensus.p2p_idle_timeout_ms`: a dead path, redialled.
 pub const P2P_IDLE_DISCONNECTS: &str = "sluice_p2p_idle_disconnects_total";
+/// Bytes on disk of marshal's finalized archives (blocks and their
+/// finalizations): bounded by `archive_retention_blocks`, growing without
+/// one.
+pub const ARCHIVE_BYTES: &str = "sluice_consensus_archive_bytes";
+/// First height of the oldest section marshal's block archive keeps:
+/// peers catching up can backfill from here (0 before anything is stored).
+pub const ARCHIVE_OLDEST_HEIGHT: &str = "sluice_consensus_archive_oldest_height";
 /// Highest height whose app hash a finalized reference confirmed.
 pub const VERIFIED_HEIGHT: &str = "sluice_verified_height";
 
@@ -77,7 +84,14 @@ pub fn describe() {
         metrics::counter!(c).increment(0);
     }
     metrics::describe_gauge!(VERIFIED_HEIGHT, "Highest height confirmed by a finalized reference");
-    for g in [VIEW, FINALIZED_HEIGHT, LAG_BLOCKS, PEERS, VERIFIED_HEIGHT] {
+    metrics::describe_gauge!(ARCHIVE_BYTES, "Bytes of consensus's finalized archives on disk");
+    metrics::describe_gauge!(
+        ARCHIVE_OLDEST_HEIGHT,
+        "Oldest height section kept in consensus's block archive"
+    );
+    for g in
+        [VIEW, FINALIZED_HEIGHT, LAG_BLOCKS, PEERS, VERIFIED_HEIGHT, ARCHIVE_BYTES, ARCHIVE_OLDEST_HEIGHT]
+    {
         metrics::gauge!(g).set(0.0);
     }
     for verdict in ["accept", "reject"] {

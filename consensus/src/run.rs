@@ -72,6 +72,14 @@ pub struct ValidatorConfig {
     /// Threads recovering the senders of another validator's proposal
     /// while checking it (as block preparation's `prepare_workers`).
     pub verify_workers: usize,
+    /// Finalized heights consensus keeps in its own archives below the
+    /// store's committed height: peers catching up backfill from them, and
+    /// a restart replays from them what the store had not kept. Older ones
+    /// are pruned as the store commits, in whole sections of heights (so
+    /// up to a section more is kept). `None` keeps every block: the
+    /// node's archive mode, where the consensus data dir grows with the
+    /// chain.
+    pub archive_retention_blocks: Option<std::num::NonZeroU64>,
 }
 
 /// How the p2p layer keeps its connections honest (see [`crate::liveness`]).
@@ -256,6 +264,9 @@ async fn run<B: Backend>(
         chain_id: cfg.set.chain_id,
         spec: cfg.spec,
         verify_workers: cfg.verify_workers,
+        archive_retention_blocks: cfg.archive_retention_blocks,
+        archive_items_per_section: engine::ARCHIVE_ITEMS_PER_SECTION,
+        storage_dir: Some(cfg.storage_dir.clone()),
     };
     let mut handles = engine::start(ctx.child("validator"), setup, channels, oracle.clone(), oracle)
         .await

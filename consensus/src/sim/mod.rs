@@ -56,6 +56,9 @@ pub(crate) const GOSSIP: crate::gossip::GossipLimits = crate::gossip::GossipLimi
     max_tx_bytes: 1 << 16,
     interval: Duration::from_millis(5),
 };
+/// Heights per section of marshal's archives here: small, so that a run of
+/// a few thousand heights prunes many sections.
+pub(crate) const ARCHIVE_SECTION: std::num::NonZeroU64 = commonware_utils::NZU64!(32);
 /// The default config's skip timeout.
 pub(crate) const SKIP_TIMEOUT: Duration = Duration::from_millis(2500);
 
@@ -414,6 +417,9 @@ pub(crate) struct Sim {
     pub(crate) nodes: Vec<Option<(SimBackend, Handle<()>)>>,
     /// How long a leader takes to build its proposal (see [`SimBackend`]).
     pub(crate) block_time: Duration,
+    /// What validators started from now on keep of marshal's archives
+    /// below their committed height (`None`: everything).
+    pub(crate) archive_retention: Option<std::num::NonZeroU64>,
 }
 
 impl Sim {
@@ -441,6 +447,7 @@ impl Sim {
             genesis: genesis(n * 4),
             nodes: (0..n).map(|_| None).collect(),
             block_time: Duration::ZERO,
+            archive_retention: None,
         };
         sim.link_all(link).await;
         sim
@@ -527,6 +534,9 @@ impl Sim {
             chain_id: CHAIN_ID,
             spec: sluice_messages::Spec::Osaka,
             verify_workers: 1,
+            archive_retention_blocks: self.archive_retention,
+            archive_items_per_section: ARCHIVE_SECTION,
+            storage_dir: None,
         };
         let (manager, blocker) = (self.oracle.manager(), control.clone());
         let handle = self.ctx.child("validator").spawn(move |ctx| async move {
@@ -585,6 +595,22 @@ impl Sim {
     pub(crate) async fn sleep(&self, d: Duration) {
         use commonware_runtime::Clock as _;
         self.ctx.sleep(d).await;
+    }
+
+    /// The sections (first heights) validator `i`'s finalized archives
+    /// hold, by partition (each archive's keys and values): what pruning
+    /// bounds. Listing a partition opens no blob, so the running
+    /// validator's archives are not disturbed.
+    pub(crate) async fn archive_sections(&self, i: usize) -> Vec<(String, Vec<u64>)> {
+        let mut out = Vec::new();
+        for archive in engine::ARCHIVES {
+            for kind in ["key", "value"] {
+                let partition = engine::archive_partition(&format!("v{i}"), archive, kind);
+                let sections = engine::archive_sections(&self.ctx, &partition).await;
+                out.push((partition, sections));
+            }
+        }
+        out
     }
 
     pub(crate) fn max_head(&self) -> u64 {

@@ -548,3 +548,52 @@ fn six_short_splits_of_four_converge() {
 fn six_short_splits_of_ten_converge() {
     six_short_splits_converge(10, 36);
 }
+
+/// With a retention, each validator's archives keep a bounded window of
+/// sections below its committed height, however long the chain: the
+/// oldest section moves up with it and their number stays flat. Execution
+/// still agrees everywhere.
+#[test]
+fn archives_stay_bounded_with_a_retention() {
+    use super::ARCHIVE_SECTION;
+    const RETENTION: u64 = 64;
+    const TOP: u64 = 2_000;
+    run("archives_stay_bounded_with_a_retention", 11, |ctx| async move {
+        let mut sim = Sim::new(ctx, 4, link(10, 2, 100)).await;
+        sim.archive_retention = std::num::NonZeroU64::new(RETENTION);
+        for i in 0..4 {
+            sim.start(i, None).await;
+        }
+        let all = [0, 1, 2, 3];
+        let section = ARCHIVE_SECTION.get();
+        // Kept: from the section of (committed at the last prune - the
+        // retention), pruned again every section of commits, up to the
+        // finalized head's section (a few blocks past the committed one).
+        let most = RETENTION / section + 4;
+        let mut seen = 0;
+        // Every 200 heights, from three retentions up.
+        for target in (1..=TOP / 200).map(|k| k * 200) {
+            sim.reach(&all, target, 5 * MINUTE).await;
+            for i in all {
+                let head = sim.recorder.head(i);
+                for (partition, sections) in sim.archive_sections(i).await {
+                    let oldest = *sections.first().unwrap_or_else(|| panic!("{partition}: nothing stored"));
+                    assert!(
+                        sections.len() as u64 <= most,
+                        "{partition} at committed {head}: {} sections kept ({sections:?}), at most {most}",
+                        sections.len()
+                    );
+                    assert!(
+                        oldest + RETENTION + 2 * section >= head,
+                        "{partition} at committed {head}: oldest section {oldest} was not pruned"
+                    );
+                    seen = seen.max(sections.len());
+                }
+            }
+        }
+        eprintln!("at most {seen} sections kept per partition up to height {TOP}");
+        let top = all.iter().map(|&i| sim.recorder.head(i)).min().unwrap_or(0);
+        assert!(top >= TOP);
+        sim.recorder.assert_identical(&all, top);
+    });
+}

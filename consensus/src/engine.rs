@@ -430,7 +430,10 @@ where
         );
     }
     handles.push(marshal_actor.start(sink, buffer, resolver));
-    {
+    // Nothing to prune and no disk to measure (the simulation keeping
+    // everything): no task, so runs without a retention are scheduled
+    // exactly as before it existed.
+    if setup.archive_retention_blocks.is_some() || setup.storage_dir.is_some() {
         let marshal = marshal.clone();
         let keeper = ArchiveKeeper {
             committed: setup.backend.committed(),

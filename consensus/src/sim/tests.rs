@@ -597,3 +597,32 @@ fn archives_stay_bounded_with_a_retention() {
         sim.recorder.assert_identical(&all, top);
     });
 }
+
+/// A validator cut off for fewer blocks than the others keep in their
+/// pruned archives backfills from them after the heal and commits what
+/// they committed.
+#[test]
+fn an_isolated_validator_catches_up_from_pruned_archives() {
+    const RETENTION: u64 = 64;
+    run("an_isolated_validator_catches_up_from_pruned_archives", 12, |ctx| async move {
+        let mut sim = Sim::new(ctx, 4, link(10, 2, 100)).await;
+        sim.archive_retention = std::num::NonZeroU64::new(RETENTION);
+        for i in 0..4 {
+            sim.start(i, None).await;
+        }
+        let (all, others) = ([0, 1, 2, 3], [0, 1, 2]);
+        // Well past the retention: the others have pruned.
+        sim.reach(&all, 5 * RETENTION, 5 * MINUTE).await;
+        sim.cut(&[3], &others).await;
+        let cut_at = sim.recorder.head(3);
+        sim.reach(&others, cut_at + RETENTION / 2, 2 * MINUTE).await;
+        for i in others {
+            let (partition, sections) = sim.archive_sections(i).await.remove(0);
+            assert!(sections[0] > 0, "{partition} was never pruned: {sections:?}");
+        }
+        sim.link_all(link(10, 2, 100)).await;
+        let head = sim.max_head();
+        sim.reach(&all, head, 2 * MINUTE).await;
+        sim.recorder.assert_identical(&all, head);
+    });
+}

@@ -176,8 +176,9 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         },
         spec: cfg.chain.spec,
         verify_workers: cfg.pipeline.prepare_workers(),
-        // TODO(57): store.block_retention_blocks
-        archive_retention_blocks: None,
+        // Consensus keeps as many finalized blocks as the store: what a
+        // validator down for less than the retention catches up from.
+        archive_retention_blocks: std::num::NonZeroU64::new(cfg.store.kept_blocks()),
         set,
     };
     Ok(Prepared { consensus, network: format!("validators:{set_hash}") })

@@ -512,6 +512,15 @@ impl Config {
                     .into(),
             ));
         }
+        // Blocks reported committed but not yet synced (grouped syncs) may
+        // be lost with power and replayed from consensus's archives, which
+        // keep the same retention.
+        if self.store.block_retention_blocks <= u64::from(self.store.sync_every_blocks) {
+            return Err(ConfigError::Invalid(format!(
+                "store.block_retention_blocks ({}) must exceed store.sync_every_blocks ({})",
+                self.store.block_retention_blocks, self.store.sync_every_blocks
+            )));
+        }
         if self.store.block_retention_blocks < MIN_BLOCK_RETENTION {
             return Err(ConfigError::Invalid(format!(
                 "store.block_retention_blocks must be at least {MIN_BLOCK_RETENTION} (execution reads the last 256 \
@@ -726,6 +735,13 @@ mod tests {
         );
         let err = load(&[("SLUICE_STORE__BLOCK_RETENTION_BLOCKS", "255")]).unwrap_err().to_string();
         assert!(err.contains("store.block_retention_blocks must be at least 256"), "{err}");
+        let err = load(&[
+            ("SLUICE_STORE__BLOCK_RETENTION_BLOCKS", "300"),
+            ("SLUICE_STORE__SYNC_EVERY_BLOCKS", "300"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("must exceed store.sync_every_blocks"), "{err}");
         let cfg = load(&[("SLUICE_STORE__BLOCK_RETENTION_BLOCKS", "256")]).unwrap();
         assert_eq!(cfg.store.kept_blocks(), 256);
         let cfg = load(&[("SLUICE_STORE__MODE", "archive"), ("SLUICE_STORE__HISTORY_BLOCKS", "0")]).unwrap();

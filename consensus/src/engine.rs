@@ -43,6 +43,7 @@ use parking_lot::Mutex;
 use rand_core::CryptoRng;
 use sluice_messages::SealedBlock;
 
+use crate::behind::CatchUp;
 use crate::{
     app::SluiceApp,
     backend::Backend,
@@ -171,14 +172,48 @@ pub(crate) fn max_message_size(rules: &Rules, validators: usize) -> u32 {
 }
 
 /// Heights per section of marshal's finalized archives (blocks and
-/// certificates by height). Pruning drops whole sections, so a retention of
-/// R heights keeps between R and R + this many; and every section is a key
-/// file and a value file held open, with an in-memory index of 8 bytes per
-/// height plus each key's. 16,384 heights is about 55 minutes at a 200 ms
-/// block time: a retention of hours or days overshoots by a small
-/// fraction, and a node keeping everything (no retention) opens four
-/// files (two per archive) per ~55 minutes of chain rather than per minute.
+/// certificates by height) in archive mode (no retention). Every section
+/// is a key file and a value file held open, with an in-memory index of 8
+/// bytes per height plus each key's: 16,384 heights is about 55 minutes at
+/// a 200 ms block time, so a node keeping everything opens four files (two
+/// per archive) per ~55 minutes of chain rather than per minute. With a
+/// retention, pruning drops whole sections (a retention of R heights keeps
+/// between R and R + a section): see [`PRUNED_ARCHIVE_ITEMS_PER_SECTION`].
 pub(crate) const ARCHIVE_ITEMS_PER_SECTION: NonZeroU64 = NZU64!(1 << 14);
+/// Heights per section while a retention is kept (full mode): pruning
+/// keeps at most this many heights beyond the retention (~3.4 minutes of
+/// 200 ms blocks), so the archives' bytes flatten soon after the
+/// retention is reached.
+pub(crate) const PRUNED_ARCHIVE_ITEMS_PER_SECTION: NonZeroU64 = NZU64!(1 << 10);
+
+/// The file in the consensus storage dir recording the archives' section
+/// size: fixed for the life of their data (a section is a blob named by
+/// its first height), whatever the mode of later starts.
+const SECTION_FILE: &str = "archive-items-per-section";
+
+/// The section size of the archives in `dir`: the recorded one, or, for new
+/// archives, [`PRUNED_ARCHIVE_ITEMS_PER_SECTION`] with a retention and
+/// [`ARCHIVE_ITEMS_PER_SECTION`] without, recorded for the next start.
+pub(crate) fn archive_section(dir: &Path, retention: Option<NonZeroU64>) -> std::io::Result<NonZeroU64> {
+    let file = dir.join(SECTION_FILE);
+    match std::fs::read_to_string(&file) {
+        Ok(text) => text.trim().parse::<NonZeroU64>().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", file.display()))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let section = if retention.is_some() {
+                PRUNED_ARCHIVE_ITEMS_PER_SECTION
+            } else {
+                ARCHIVE_ITEMS_PER_SECTION
+            };
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(&file, section.to_string())?;
+            Ok(section)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// How often the archive metrics are refreshed between prunes: they move
 /// only as blocks are appended, so a few seconds is current enough.
 const ARCHIVE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
@@ -407,12 +442,10 @@ where
 
     let proposals = Arc::new(Mutex::new(OwnProposals::default()));
     let (tx, rx) = flume::bounded(setup.max_pending_acks.get());
-    let sink = Sink {
-        tx,
-        finalized: Arc::new(AtomicU64::new(0)),
-        backend: setup.backend.clone(),
-        catching_up: Arc::default(),
-    };
+    // The highest height finalized anywhere, as marshal learns it.
+    let tip = Arc::new(AtomicU64::new(0));
+    let sink =
+        Sink { tx, finalized: Arc::clone(&tip), backend: setup.backend.clone(), catching_up: Arc::default() };
     let processed = floor.processed().map_or(0, |p| p.height().get());
     {
         let (backend, proposals, marshal) = (setup.backend.clone(), Arc::clone(&proposals), marshal.clone());
@@ -434,16 +467,19 @@ where
     // everything): no task, so runs without a retention are scheduled
     // exactly as before it existed.
     if setup.archive_retention_blocks.is_some() || setup.storage_dir.is_some() {
-        let marshal = marshal.clone();
+        let (marshal, backend) = (marshal.clone(), setup.backend.clone());
         let keeper = ArchiveKeeper {
             committed: setup.backend.committed(),
+            tip,
             retention: setup.archive_retention_blocks,
             section,
             prefix: prefix.clone(),
             dir: setup.storage_dir.clone(),
         };
-        handles
-            .push(ctx.child("archive_pruner").spawn(move |ctx| keeper.run(ctx, move |h| marshal.prune(h))));
+        handles.push(
+            ctx.child("archive_pruner")
+                .spawn(move |ctx| keeper.run(ctx, move |h| marshal.prune(h), move |why| backend.halt(why))),
+        );
     }
 
     let app = SluiceApp {
@@ -501,6 +537,8 @@ where
 struct ArchiveKeeper {
     /// The store's committed height, as it moves.
     committed: tokio::sync::watch::Receiver<u64>,
+    /// The highest height finalized anywhere (marshal's tip).
+    tip: Arc<AtomicU64>,
     /// Heights kept below the committed one; `None` keeps everything.
     retention: Option<NonZeroU64>,
     /// Heights per archive section (pruning's granularity).
@@ -514,13 +552,22 @@ struct ArchiveKeeper {
 impl ArchiveKeeper {
     /// Runs for the life of the validator (never returns: its handle
     /// ending would mean the validator stopped). `prune` asks marshal to
-    /// drop what is below a height.
-    async fn run<E: Clock + Storage>(mut self, ctx: E, prune: impl Fn(Height)) {
+    /// drop what is below a height; `halt` stops the node when it fell
+    /// further behind than its peers keep ([`crate::behind`]).
+    async fn run<E: Clock + Storage>(mut self, ctx: E, prune: impl Fn(Height), halt: impl Fn(String)) {
         let mut pruned_at = None;
         let mut watching = true;
         let mut refresh_at = ctx.current();
+        let start = *self.committed.borrow();
+        let mut catch_up =
+            self.retention.map(|r| CatchUp::new(r, crate::behind::CATCH_UP_PATIENCE, start, ctx.current()));
         loop {
             let committed = *self.committed.borrow_and_update();
+            let tip = self.tip.load(std::sync::atomic::Ordering::Acquire);
+            if let Some(why) = catch_up.as_mut().and_then(|c| c.check(committed, tip, ctx.current())) {
+                tracing::error!(reason = %why, "too far behind to catch up");
+                halt(why);
+            }
             if let Some(keep) = prune_target(committed, self.retention, self.section, pruned_at) {
                 tracing::debug!(committed, keep, "pruning consensus archives");
                 prune(Height::new(keep));
@@ -616,6 +663,21 @@ fn archive_bytes(dir: &Path, prefix: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    #[test]
+    fn the_section_size_is_chosen_once_per_data_dir() {
+        let dir = std::env::temp_dir().join(format!("sluice-archive-section-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let retention = NonZeroU64::new(2_000);
+        assert_eq!(archive_section(&dir, retention).unwrap(), PRUNED_ARCHIVE_ITEMS_PER_SECTION);
+        // A later start in archive mode reads the archives it finds.
+        assert_eq!(archive_section(&dir, None).unwrap(), PRUNED_ARCHIVE_ITEMS_PER_SECTION);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(archive_section(&dir, None).unwrap(), ARCHIVE_ITEMS_PER_SECTION);
+        std::fs::write(dir.join(SECTION_FILE), "zero").unwrap();
+        assert!(archive_section(&dir, retention).is_err(), "a damaged record is an error");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     use commonware_cryptography::{sha256::Digest, Hasher as _};
     use commonware_runtime::{deterministic, Runner as _, Supervisor as _};

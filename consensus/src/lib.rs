@@ -21,6 +21,7 @@
 
 mod app;
 pub mod backend;
+mod behind;
 pub mod block;
 mod engine;
 mod gossip;

@@ -265,7 +265,8 @@ async fn run<B: Backend>(
         spec: cfg.spec,
         verify_workers: cfg.verify_workers,
         archive_retention_blocks: cfg.archive_retention_blocks,
-        archive_items_per_section: engine::ARCHIVE_ITEMS_PER_SECTION,
+        archive_items_per_section: engine::archive_section(&cfg.storage_dir, cfg.archive_retention_blocks)
+            .map_err(|e| fail(ConsensusError::Config(format!("consensus archives' section size: {e}"))))?,
         storage_dir: Some(cfg.storage_dir.clone()),
     };
     let mut handles = engine::start(ctx.child("validator"), setup, channels, oracle.clone(), oracle)

@@ -5,7 +5,10 @@
 //! `cargo bench -p sluice-store --bench commit` (`-- --sizes 10000,2000000
 //! --blocks 200 --txs 3400 --sync-every 1 --workers 1` to change them;
 //! `--workers 2,1` runs each size with both worker counts, side by side;
-//! `--address-index 0,1` each without and with `store.address_index`).
+//! `--address-index 0,1` each without and with `store.address_index`;
+//! `--prune 0,1` each in archive mode and in full mode, keeping
+//! `--retention 256` blocks and `--history 128` blocks of state: run more
+//! blocks than the retention to time commits that prune).
 //!
 //! Before each timed commit the block's senders and recipients are read
 //! through the store (untimed), as the executor reads them before the
@@ -145,7 +148,13 @@ fn genesis(accounts: u64) -> Genesis {
 
 /// The node's defaults (config/default.toml), syncing every `sync_every`
 /// blocks, with `workers` background threads in the database.
-fn opts(dir: &std::path::Path, sync_every: u32, workers: usize, address_index: bool) -> DurableOptions {
+fn opts(
+    dir: &std::path::Path,
+    sync_every: u32,
+    workers: usize,
+    address_index: bool,
+    prune: Prune,
+) -> DurableOptions {
     DurableOptions {
         dir: dir.to_path_buf(),
         spec: "prague".into(),
@@ -157,14 +166,21 @@ fn opts(dir: &std::path::Path, sync_every: u32, workers: usize, address_index: b
             worker_threads: workers,
         },
         state_cache: sluice_store::CacheBytes::default(),
-        history_blocks: 0,
-        block_retention_blocks: 0,
+        history_blocks: prune.history,
+        block_retention_blocks: prune.blocks,
         address_index,
         fail_commit_at: 0,
         fail_read_at: 0,
         diverge_at: 0,
         network: String::new(),
     }
+}
+
+/// The windows a run keeps (0: all, archive mode).
+#[derive(Clone, Copy)]
+struct Prune {
+    blocks: u64,
+    history: u64,
 }
 
 fn ms(d: &std::time::Duration) -> f64 {
@@ -185,18 +201,31 @@ fn main() {
         .split(',')
         .map(|s| s.parse::<u8>().expect("--address-index 0,1") == 1)
         .collect();
+    let retention: u64 = arg("--retention", "256").parse().expect("--retention N");
+    let history: u64 = arg("--history", "128").parse().expect("--history N");
+    let prunes: Vec<Prune> = arg("--prune", "0")
+        .split(',')
+        .map(|s| match s.parse::<u8>().expect("--prune 0,1") {
+            0 => Prune { blocks: 0, history: 0 },
+            _ => Prune { blocks: retention, history },
+        })
+        .collect();
     let base = std::env::temp_dir().join(format!("sluice-commit-bench-{}", std::process::id()));
     println!(
         "one commit per block of {txs} transfers to fresh recipients, synced every {sync_every} blocks, {blocks} blocks per size"
     );
     println!();
-    println!("| accounts at start | db workers | address index | p50 ms | p99 ms | max ms | first / last tenth ms | last / first | written per transfer | disk per transfer |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| accounts at start | db workers | address index | kept | p50 ms | p99 ms | max ms | first / last tenth ms | last / first | written per transfer | disk per transfer |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let runs = sizes.iter().flat_map(|&a| workers.iter().map(move |&w| (a, w)));
-    for (accounts, workers, index) in runs.flat_map(|(a, w)| indexes.iter().map(move |&i| (a, w, i))) {
+    let runs = runs.flat_map(|(a, w)| indexes.iter().map(move |&i| (a, w, i)));
+    for (accounts, workers, index, prune) in
+        runs.flat_map(|(a, w, i)| prunes.iter().map(move |&p| (a, w, i, p)))
+    {
         let dir = base.join(accounts.to_string());
         let _ = std::fs::remove_dir_all(&dir);
-        let store = Store::open(&genesis(accounts), &opts(&dir, sync_every, workers, index)).expect("open");
+        let store =
+            Store::open(&genesis(accounts), &opts(&dir, sync_every, workers, index, prune)).expect("open");
         let disk_before = dir_bytes(&dir);
         let written_before = write_bytes();
         let mut times = Vec::with_capacity(blocks as usize);
@@ -222,8 +251,9 @@ fn main() {
         let pct = |p: f64| ms(&sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]);
         let transfers = (blocks * txs) as f64;
         println!(
-            "| {accounts} | {workers} | {} | {:.1} | {:.1} | {:.1} | {first:.1} / {last:.1} | {:.2}x | {:.0} B | {:.0} B |",
+            "| {accounts} | {workers} | {} | {} | {:.1} | {:.1} | {:.1} | {first:.1} / {last:.1} | {:.2}x | {:.0} B | {:.0} B |",
             if index { "on" } else { "off" },
+            if prune.blocks == 0 { "all".to_string() } else { format!("{} blocks, {} of state", prune.blocks, prune.history) },
             pct(0.50),
             pct(0.99),
             pct(1.0),
@@ -233,7 +263,8 @@ fn main() {
         );
         let tenths: Vec<String> = times.chunks(tenth).map(|c| format!("{:.0}", mean(c))).collect();
         eprintln!(
-            "{accounts} accounts, {workers} db workers, address index {index}: mean ms per tenth of the run: {}",
+            "{accounts} accounts, {workers} db workers, address index {index}, kept {}: mean ms per tenth of the run: {}",
+            prune.blocks,
             tenths.join(" ")
         );
         let _ = std::fs::remove_dir_all(&dir);

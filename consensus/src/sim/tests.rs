@@ -626,3 +626,49 @@ fn an_isolated_validator_catches_up_from_pruned_archives() {
         sim.recorder.assert_identical(&all, head);
     });
 }
+
+/// Cut off for longer than the others keep blocks, a validator cannot
+/// catch up (they no longer serve the blocks it needs next): once it hears
+/// of the network's height again, it halts with an error naming the oldest
+/// block they serve, rather than waiting forever.
+#[test]
+fn a_validator_behind_by_more_than_the_retention_halts_naming_the_oldest_block_served() {
+    const RETENTION: u64 = 64;
+    run("a_validator_behind_by_more_than_the_retention_halts", 13, |ctx| async move {
+        let mut sim = Sim::new(ctx, 4, link(10, 2, 100)).await;
+        sim.archive_retention = std::num::NonZeroU64::new(RETENTION);
+        for i in 0..4 {
+            sim.start(i, None).await;
+        }
+        let (all, others) = ([0, 1, 2, 3], [0, 1, 2]);
+        sim.reach(&all, 2 * RETENTION, 5 * MINUTE).await;
+        sim.cut(&[3], &others).await;
+        let cut_at = sim.recorder.head(3);
+        // Far past what the others keep (the retention and a section).
+        sim.reach(&others, cut_at + 4 * RETENTION, 5 * MINUTE).await;
+        assert!(sim.backend(3).halted().is_none(), "cut off, it cannot know it is behind");
+        sim.link_all(link(10, 2, 100)).await;
+        let waited = 3 * MINUTE;
+        let mut slept = std::time::Duration::ZERO;
+        let why = loop {
+            if let Some(why) = sim.backend(3).halted() {
+                break why;
+            }
+            assert!(
+                slept < waited,
+                "validator 3 neither caught up nor halted: head {}",
+                sim.recorder.head(3)
+            );
+            sim.sleep(std::time::Duration::from_secs(1)).await;
+            slept += std::time::Duration::from_secs(1);
+        };
+        assert!(
+            why.contains(&format!("committed block {}", sim.recorder.head(3)))
+                && why.contains("the oldest block the others still serve is about"),
+            "{why}"
+        );
+        // The others went on.
+        let head = sim.max_head();
+        sim.reach(&others, head + 10, MINUTE).await;
+    });
+}

@@ -504,9 +504,14 @@ def consensus():
           t(rate("sluice_gossip_admitted_total", by="result"), "admitted: {{result}}"),
           t(f"sum({rate('sluice_gossip_refused_batches_total')})", "refused batches")], TXPS, w=24, h=6)
     d.ts("Verified and committed height", "The highest height whose app hash a finalized block's state "
-         "reference confirmed, against the committed height.",
-         [t(f"sluice_verified_height{sel()}", "verified"), t(height("committed"), "committed")],
+         "reference confirmed, against the committed height, and the oldest height consensus's archives "
+         "keep (full mode: about store.block_retention_blocks below the committed one).",
+         [t(f"sluice_verified_height{sel()}", "verified"), t(height("committed"), "committed"),
+          t(f"sluice_consensus_archive_oldest_height{sel()}", "archive oldest")],
          "none", w=16, h=6, custom={"fillOpacity": 0})
+    d.ts("Consensus archive bytes", "Bytes on disk of marshal's finalized archives (blocks and their "
+         "certificates, consensus's own copy): flat once the retention is reached in full mode.",
+         [t(f"sluice_consensus_archive_bytes{sel()}", "archives")], "bytes", w=8, h=6)
     return d
 
 

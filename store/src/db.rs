@@ -192,6 +192,12 @@ pub struct Db {
     pub(crate) floor: Arc<AtomicU64>,
     /// The floor the last drop of whole table files used.
     pub(crate) dropped_to: AtomicU64,
+    /// The oldest block with state (`meta.history_from`, as last
+    /// committed).
+    pub(crate) history_from: AtomicU64,
+    /// The history rows' floor as of the last synced commit: rows of
+    /// blocks below it serve no read ([`crate::prune::filters`]).
+    pub(crate) history_floor: Arc<AtomicU64>,
     /// Whether commits write the address index (`store.address_index`).
     pub(crate) address_index: bool,
     /// Each table's write buffer (memtable), in bytes.
@@ -274,7 +280,7 @@ impl Db {
         // alone would leave a default soft limit of 1024 a hundred
         // descriptors for every socket, and a read then fails with EMFILE.
         let limit = open_file_limit();
-        let floor = Arc::new(AtomicU64::new(0));
+        let (floor, history_floor) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let cached_files = cached_files_within(limit);
         tracing::info!(
             open_file_limit = limit.map_or_else(|| "unlimited".to_string(), |l| l.to_string()),
@@ -286,7 +292,7 @@ impl Db {
             .cache_size(memory.cache_bytes)
             .max_journaling_size((memory.write_buffer_bytes * 2).max(64 << 20))
             .worker_threads(memory.worker_threads.max(1))
-            .with_compaction_filter_factories(prune::filters(Arc::clone(&floor)))
+            .with_compaction_filter_factories(prune::filters(Arc::clone(&floor), Arc::clone(&history_floor)))
             .open()
             .map_err(cannot)?;
         let ks = |name: &str| {
@@ -319,6 +325,8 @@ impl Db {
             blocks_from: AtomicU64::new(0),
             floor,
             dropped_to: AtomicU64::new(0),
+            history_from: AtomicU64::new(0),
+            history_floor,
             address_index: false,
             memtable_bytes: memtable,
         };
@@ -327,6 +335,9 @@ impl Db {
         let from = me.meta_u64("blocks_from")?.unwrap_or(0);
         me.blocks_from = AtomicU64::new(from);
         me.floor.store(from, Ordering::Release);
+        let history = me.meta_u64("history_from")?.unwrap_or(0);
+        me.history_from = AtomicU64::new(history);
+        me.history_floor.store(if history == 0 { 0 } else { history + 1 }, Ordering::Release);
         Ok(me)
     }
 
@@ -488,10 +499,9 @@ impl Db {
 
     /// Keeps the last `blocks` blocks (0: all; see [`crate::prune`]) and
     /// state history for the last `history` blocks only (0: all): each
-    /// commit then moves the oldest block kept, and drops the history of
-    /// the block that left the window (up to
-    /// [`crate::write::PRUNE_BLOCKS_PER_COMMIT`] at a time, when the window
-    /// was shortened). A window wider than what this data dir already
+    /// commit then moves the oldest block kept and the oldest block with
+    /// state, and compactions drop what fell below them
+    /// ([`crate::prune`]). A window wider than what this data dir already
     /// pruned to is refused (what was pruned cannot come back); the
     /// windows are recorded for the next open.
     pub fn keep(&mut self, blocks: u64, history: u64) -> Result<(), StoreError> {
@@ -567,7 +577,7 @@ impl Db {
     /// The oldest block whose end state can be read (see
     /// [`crate::history`]).
     pub fn history_from(&self) -> Result<u64, StoreError> {
-        Ok(self.meta_u64("history_from")?.unwrap_or(0))
+        Ok(self.history_from.load(Ordering::Acquire))
     }
 
     /// The account `address` at the end of block `n` (at most the head, at

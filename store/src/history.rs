@@ -72,35 +72,6 @@ impl HistoryWriter<'_> {
         let k = slot_key(address, slot, self.block);
         self.batch.insert(&self.t.storage_history, k, prior.to_be_bytes::<32>());
     }
-
-    /// Drops what block `b` recorded (its change set `set` names the keys;
-    /// a wiped account's slots are found by scanning its history in
-    /// `snap`, the state before this commit).
-    pub(crate) fn forget(
-        &mut self,
-        snap: &Snapshot,
-        b: u64,
-        set: &sluice_messages::ChangeSet,
-    ) -> Result<(), StoreError> {
-        for c in &set.accounts {
-            self.batch.remove(&self.t.account_history, account_key(&c.address, b));
-            if c.deleted || c.storage_cleared {
-                let at_b = b.to_be_bytes();
-                for entry in snap.prefix(&self.t.storage_history, c.address) {
-                    let k = entry.key().map_err(db_error)?;
-                    if k.len() == 60 && k[52..] == at_b {
-                        self.batch.remove(&self.t.storage_history, k);
-                    }
-                }
-                // The scan removed this block's rows of every slot.
-                continue;
-            }
-            for (slot, _) in &c.storage {
-                self.batch.remove(&self.t.storage_history, slot_key(&c.address, slot, b));
-            }
-        }
-        Ok(())
-    }
 }
 
 /// What the history says about a key at the end of a block.

@@ -28,9 +28,11 @@
 //! lost with a power cut.
 //!
 //! State history keeps its own window (`store.history_blocks`,
-//! [`crate::history`]): it is dropped block by block from the change sets,
-//! so the blocks of the history window are kept too (`blocks_from` never
-//! passes `history_from + 1`).
+//! [`crate::history`]): `history_from` moves in the same batch, and the
+//! history tables' filters drop rows recorded by blocks up to it (by the
+//! block at the end of their key), which served reads before it only.
+//! The blocks of the state window are kept too (`blocks_from` never passes
+//! `history_from + 1`): a state read names its block.
 
 use std::sync::{
     atomic::{AtomicU64, Ordering},
@@ -58,25 +60,38 @@ enum HeightAt {
 }
 
 /// The height a table's rows are pruned by, by keyspace name; `None` for
-/// the tables that are not pruned by height (state, history, meta).
+/// the tables that are not pruned by height (current state, meta).
 fn height_at(keyspace: &str) -> Option<HeightAt> {
     Some(match keyspace {
         "blocks" | "results" | "changes" | "app_hashes" => HeightAt::Key(0),
-        "address_txs" => HeightAt::Key(20),
+        "address_txs" | "account_history" => HeightAt::Key(20),
+        "storage_history" => HeightAt::Key(52),
         "block_by_hash" | "tx_index" => HeightAt::Value(0),
         _ => return None,
     })
 }
 
-/// The compaction filters of every pruned table, each reading `floor`
-/// (the oldest block kept, as last synced; 0: nothing pruned) when a
-/// compaction starts. For fjall's
+/// Whether a table's rows are state history (pruned by the state window,
+/// not the block retention).
+fn is_history(keyspace: &str) -> bool {
+    matches!(keyspace, "account_history" | "storage_history")
+}
+
+/// The compaction filters of every pruned table, each reading its floor
+/// when a compaction starts: `floor` (the oldest block kept, as last
+/// synced; 0: nothing pruned) for blocks and their indexes, `history` (one
+/// past the last block whose history rows serve no read, as last synced)
+/// for the state history. For fjall's
 /// `DatabaseBuilder::with_compaction_filter_factories`.
 #[allow(clippy::type_complexity)] // fjall's own signature
-pub(crate) fn filters(floor: Arc<AtomicU64>) -> Arc<dyn Fn(&str) -> Option<Arc<dyn Factory>> + Send + Sync> {
+pub(crate) fn filters(
+    floor: Arc<AtomicU64>,
+    history: Arc<AtomicU64>,
+) -> Arc<dyn Fn(&str) -> Option<Arc<dyn Factory>> + Send + Sync> {
     Arc::new(move |keyspace: &str| {
         let at = height_at(keyspace)?;
-        let factory: Arc<dyn Factory> = Arc::new(BelowFloor { at, floor: Arc::clone(&floor) });
+        let floor = Arc::clone(if is_history(keyspace) { &history } else { &floor });
+        let factory: Arc<dyn Factory> = Arc::new(BelowFloor { at, floor });
         Some(factory)
     })
 }

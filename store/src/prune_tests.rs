@@ -15,8 +15,10 @@ fn heights_are_read_where_each_table_keeps_them() {
     assert!(matches!(height_at("blocks"), Some(HeightAt::Key(0))));
     assert!(matches!(height_at("address_txs"), Some(HeightAt::Key(20))));
     assert!(matches!(height_at("tx_index"), Some(HeightAt::Value(0))));
-    assert!(height_at("accounts").is_none());
-    assert!(height_at("account_history").is_none());
+    assert!(matches!(height_at("account_history"), Some(HeightAt::Key(20))));
+    assert!(matches!(height_at("storage_history"), Some(HeightAt::Key(52))));
+    assert!(height_at("accounts").is_none() && height_at("storage").is_none());
+    assert!(is_history("storage_history") && !is_history("blocks"));
     assert_eq!(height(&7u64.to_be_bytes(), 0), Some(7));
     assert_eq!(height(&[1, 2, 3], 0), None);
 }
@@ -204,6 +206,14 @@ fn a_full_store_refuses_pruned_blocks_and_compaction_removes_them() {
         ks.major_compact().expect("compacts");
         assert_eq!(rows_below(&db, ks, oldest), 0, "{} keeps rows below {oldest}", ks.name());
     }
+    // The state history's rows recorded up to the oldest block with state
+    // served older reads only: gone too; the window's are all there.
+    let state_from = head - 50;
+    assert!(rows_below(&db, &t.account_history, state_from + 1) > 0, "history rows before compaction");
+    t.account_history.major_compact().expect("compacts");
+    assert_eq!(rows_below(&db, &t.account_history, state_from + 1), 0);
+    // Two accounts change per block: 50 blocks' rows are left.
+    assert_eq!(t.account_history.len().unwrap() as u64, 2 * 50);
     // Kept rows are all there: blocks, and one tx per block.
     assert_eq!(t.blocks.len().unwrap() as u64, blocks);
     assert_eq!(t.tx_index.len().unwrap() as u64, blocks);

@@ -3,7 +3,7 @@
 //!
 //! A block's batch holds everything it changes: the block, its results,
 //! change set, vault entry and indexes, current state, its history rows and
-//! the pruning of history that left the window. fjall applies a batch
+//! the oldest blocks kept ([`crate::prune`]). fjall applies a batch
 //! atomically (one journal entry, checksummed), so a crash leaves a block
 //! wholly on disk or not at all. Each key appears once per batch: a batch's
 //! writes share one sequence number, so two writes of one key in it would
@@ -15,7 +15,7 @@ use alloy_primitives::{Address, B256, U256};
 use fjall::{PersistMode, Readable};
 use prost::Message;
 use sluice_messages::{
-    wire::{self, BlockProto, BlockResultsProto, ChangeSetProto, ReceiptProto},
+    wire::{BlockProto, BlockResultsProto, ChangeSetProto, ReceiptProto},
     ChangeSet,
 };
 
@@ -29,10 +29,6 @@ use crate::{
     tables::{corrupt, db_error, encode_account, slot_key, StoredBlock},
     Account, StoreError, Synthetic,
 };
-
-/// How many blocks' history one commit drops at most: a window shortened
-/// on a long chain shrinks over many commits, not in one.
-pub const PRUNE_BLOCKS_PER_COMMIT: u64 = 64;
 
 /// What each account change of a block replaced: the account before the
 /// block and, for an account not wiped by it, the value before it of each
@@ -115,7 +111,7 @@ impl Db {
                 };
             let t = &self.t;
             // What was committed before this block: the wiped accounts' slots
-            // and the history to prune are read from it.
+            // and the history window's start are read from it.
             let snap = self.db.snapshot();
             let mut batch = self.db.batch().durability(Some(if sync {
                 PersistMode::SyncAll
@@ -219,6 +215,7 @@ impl Db {
             batch.insert(&t.meta, "head", key);
             batch.commit().map_err(db_error)?;
             self.blocks_from.fetch_max(blocks_from, Ordering::AcqRel);
+            self.history_from.fetch_max(history_from, Ordering::AcqRel);
             self.seal_full_write_buffers()?;
             if sync {
                 self.unsynced.store(0, Ordering::Relaxed);
@@ -230,11 +227,13 @@ impl Db {
         })
     }
 
-    /// Drops the history of blocks up to `oldest` (the oldest block whose
-    /// state stays readable: rows recorded by a block serve reads before it
-    /// only), from where the last pruning stopped, and moves
-    /// `history_from` there.
-    /// Returns the oldest block with state after this commit.
+    /// Moves `history_from` to `oldest` (the oldest block whose state stays
+    /// readable) and returns it. Nothing is removed here: the rows recorded
+    /// by blocks up to it only served reads before it, and the history
+    /// tables' compaction filters drop them ([`crate::prune`]) once a
+    /// synced commit made the move durable. (Removing them in the commit,
+    /// one tombstone per changed key, cost a block of 3,400 transfers ~25%
+    /// of its commit.)
     fn prune_history(
         &self,
         snap: &fjall::Snapshot,
@@ -248,15 +247,8 @@ impl Db {
         if oldest <= from {
             return Ok(from);
         }
-        let until = oldest.min(from + PRUNE_BLOCKS_PER_COMMIT);
-        for b in from + 1..=until {
-            let Some(bytes) = snap.get(&self.t.changes, b.to_be_bytes()).map_err(db_error)? else { continue };
-            let set = ChangeSet::try_from(&wire::decode::<ChangeSetProto>(&bytes).map_err(corrupt)?)
-                .map_err(corrupt)?;
-            history.forget(snap, b, &set)?;
-        }
-        history.batch.insert(&self.t.meta, "history_from", until.to_be_bytes());
-        Ok(until)
+        history.batch.insert(&self.t.meta, "history_from", oldest.to_be_bytes());
+        Ok(oldest)
     }
 
     /// The oldest block kept once block `n` is committed: the last
@@ -282,6 +274,9 @@ impl Db {
     fn pruned_durably(&self) {
         let from = self.blocks_from();
         self.floor.store(from, Ordering::Release);
+        // History rows of blocks up to `history_from` serve no read.
+        let history = self.history_from.load(Ordering::Acquire);
+        self.history_floor.store(if history == 0 { 0 } else { history + 1 }, Ordering::Release);
         if from < self.dropped_to.load(Ordering::Relaxed) + prune::DROP_EVERY_BLOCKS {
             return;
         }

@@ -60,6 +60,7 @@ mod transactions_reach_every_validator;
 mod transfers_reach_receipts;
 mod validator_config_refused;
 mod validators_agree_and_rejoin;
+mod validators_keep_a_window;
 mod websocket_limits_hold;
 mod websocket_subscriptions;
 mod ws_client;

@@ -129,6 +129,12 @@ impl LogQuery {
         // geth refuses one below its history cutoff: an answer without the
         // pruned blocks' logs would look complete.
         let oldest = s.store.oldest_block();
+        // `earliest` follows the window: it may have moved since the range
+        // was resolved.
+        let from = match self.blocks {
+            Blocks::Range { from: End::Earliest, .. } => from.max(oldest),
+            _ => from,
+        };
         if from < oldest {
             return Err(sluice_store::StoreError::HistoryPruned { block: from, oldest }.into());
         }

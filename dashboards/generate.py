@@ -489,6 +489,13 @@ def consensus():
             [t(f"time() - sluice_consensus_last_finalized_timestamp_seconds{sel()}", "seconds")], "s", w=8, h=6)
     d.panel("stat", "Peers connected", "Other validators this one is connected to.",
             [t(f"sluice_consensus_peers_connected{sel()}", "peers")], "none", w=8, h=6)
+    d.panel("stat", "Followers connected", "Followers (consensus.followers_file) connected to this "
+            "validator: they receive its blocks and certificates and never vote. On a follower: 0.",
+            [t(f"sluice_consensus_followers_connected{sel()}", "followers")], "none", w=8, h=6)
+    d.ts("Finalizations a follower verified", "On a follower: finalizations received and verified against "
+         "the validator set (accepted), and those that did not verify (forged: the sender is blocked). "
+         "Zero on a validator.",
+         [t(rate("sluice_follower_finalizations_total", by="outcome"), "{{outcome}}")], "cps", w=8, h=6)
     d.ts("Peer links dropped as dead", "Peer connections that brought nothing, not even a ping, for "
          "consensus.p2p_idle_timeout_ms and were dropped and redialled: a cut link or partition. Zero "
          "on a healthy network.", [t(f"sum({rate('sluice_p2p_idle_disconnects_total')})", "dropped")],

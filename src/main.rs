@@ -96,6 +96,10 @@ struct NodeArgs {
     /// code, storage); dev accounts are added to its allocation.
     #[arg(long, value_name = "FILE")]
     genesis: Option<PathBuf>,
+    /// Follow the validators of consensus.validators_file without voting
+    /// (follower.enabled): execute what they finalize and serve it.
+    #[arg(long)]
+    follow: bool,
 }
 
 impl NodeArgs {
@@ -111,6 +115,7 @@ impl NodeArgs {
             block_gas_limit: self.block_gas_limit,
             dev_accounts: self.dev_accounts,
             genesis_file: self.genesis.clone(),
+            follow: self.follow.then_some(true),
         };
         Ok(Config::load(self.config.as_deref(), std::env::vars(), &overrides)?)
     }
@@ -187,7 +192,7 @@ fn run_node(mut cfg: Config) -> anyhow::Result<()> {
     }
     // Checked before anything starts: a validator whose set, key, rules or
     // genesis disagree with the others' is refused at once.
-    let prepared = if cfg.is_validator() { Some(validator::prepare(&cfg)?) } else { None };
+    let prepared = if cfg.in_network() { Some(validator::prepare(&cfg)?) } else { None };
     let system = actix_rt::System::new();
     let result: anyhow::Result<()> = system.block_on(async move {
         let mut signals = Signals::install();

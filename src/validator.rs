@@ -11,7 +11,7 @@ use sluice_actors::ValidatorPort;
 use sluice_config::Config;
 use sluice_consensus::{
     testnet::{self, TestnetSpec},
-    validators::{load_key, ValidatorSet},
+    validators::{load_key, public_key_of, FollowerSet, ValidatorSet},
     Backend, BuildRequest, Built, GossipLimits, LinkTimeouts, OnCommit, PipelineClosed, Rules, Timeouts,
     ValidatorConfig,
 };
@@ -101,12 +101,29 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let c = &cfg.consensus;
     let (set, set_hash) = ValidatorSet::load(&c.validators_file)?;
     let key = load_key(&c.key_file)?;
-    let Some(me) = set.entry_of(&key) else {
-        bail!(
-            "the key in {} is not one of the validators in {}",
+    let follow = cfg.is_follower();
+    let name = match (set.entry_of(&key), follow) {
+        (Some(v), false) => v.name.clone(),
+        (None, true) => format!("follower {}", public_key_of(&key)),
+        (None, false) => bail!(
+            "the key in {} is not one of the validators in {} (to follow the chain without voting, run with \
+             --follow)",
             c.key_file.display(),
             c.validators_file.display()
-        );
+        ),
+        (Some(v), true) => bail!(
+            "follower.enabled, but the key in {} is validator {}'s: a follower needs its own key (`sluice testnet \
+             init --followers N` writes one)",
+            c.key_file.display(),
+            v.name
+        ),
+    };
+    // A validator accepts the followers listed; a follower dials the
+    // validators and needs no list.
+    let followers = if follow || c.followers_file.as_os_str().is_empty() {
+        Vec::new()
+    } else {
+        FollowerSet::load(&c.followers_file, &set)?.follower
     };
     if set.chain_id != cfg.chain.chain_id {
         bail!(
@@ -140,7 +157,8 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     std::net::TcpListener::bind(c.p2p_listen).with_context(|| {
         format!("cannot listen for validators on {} (consensus.p2p_listen)", c.p2p_listen)
     })?;
-    tracing::info!(validator = %me.name, validators = set.validator.len(), set = %set_hash, "validator mode");
+    let mode = if follow { "follower mode" } else { "validator mode" };
+    tracing::info!(node = %name, validators = set.validator.len(), followers = followers.len(), set = %set_hash, "{mode}");
     let consensus = ValidatorConfig {
         key,
         set_hash,
@@ -179,6 +197,8 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         // Consensus keeps as many finalized blocks as the store: what a
         // validator down for less than the retention catches up from.
         archive_retention_blocks: std::num::NonZeroU64::new(cfg.store.kept_blocks()),
+        follow,
+        followers,
         set,
     };
     Ok(Prepared { consensus, network: format!("validators:{set_hash}") })
@@ -203,6 +223,15 @@ pub(crate) struct InitArgs {
     /// accounts of the public mnemonic, `rpc.allow_unsafe_public_bind`.
     #[arg(long, value_name = "H1,H2,...", value_delimiter = ',')]
     hosts: Vec<IpAddr>,
+    /// Number of followers (nodes that execute and serve the chain without
+    /// voting): DIR/followers.toml, read by every validator, and DIR/f{j}/.
+    /// Follower j takes the ports after the validators'.
+    #[arg(long, value_name = "F", default_value_t = 0)]
+    followers: usize,
+    /// One address per follower, comma-separated; default 127.0.0.1 for
+    /// all.
+    #[arg(long, value_name = "H1,H2,...", value_delimiter = ',')]
+    follower_hosts: Vec<IpAddr>,
     /// Derive keys from this seed. FOR TESTS ONLY: anyone who knows the
     /// seed has every validator's key.
     #[arg(long, value_name = "S")]
@@ -245,6 +274,8 @@ pub(crate) fn init(args: &InitArgs) -> anyhow::Result<()> {
         dir: args.dir.clone(),
         base_port: args.base_port,
         hosts: args.hosts.clone(),
+        followers: args.followers,
+        follower_hosts: args.follower_hosts.clone(),
         seed: args.seed,
         chain_id: args.chain_id,
         genesis_hash: genesis_block.hash,
@@ -255,7 +286,8 @@ pub(crate) fn init(args: &InitArgs) -> anyhow::Result<()> {
         public_dev_accounts: if cfg.chain.funds_public_keys() { args.dev_accounts } else { 0 },
     };
     let written = testnet::init(&spec)?;
-    if spec.public_dev_accounts > 0 && written.rpc_addrs.iter().any(|a| !a.ip().is_loopback()) {
+    let rpcs = written.rpc_addrs.iter().chain(&written.follower_rpc_addrs);
+    if spec.public_dev_accounts > 0 && rpcs.clone().any(|a| !a.ip().is_loopback()) {
         eprintln!(
             "WARNING: validators on --hosts other than loopback fund {} dev accounts of the PUBLIC test \
              mnemonic: anyone who reaches them can spend that ether. Their configs set \
@@ -266,6 +298,9 @@ pub(crate) fn init(args: &InitArgs) -> anyhow::Result<()> {
     println!("wrote {}", written.set_file.display());
     for (cfg, rpc) in written.configs.iter().zip(&written.rpc_addrs) {
         println!("sluice node --config {}    # JSON-RPC http://{rpc}", cfg.display());
+    }
+    for (cfg, rpc) in written.follower_configs.iter().zip(&written.follower_rpc_addrs) {
+        println!("sluice node --config {}    # follower, JSON-RPC http://{rpc}", cfg.display());
     }
     Ok(())
 }

@@ -76,6 +76,8 @@ pub struct Config {
     pub supervision: SupervisionConfig,
     /// Validator mode.
     pub consensus: ConsensusConfig,
+    /// Follower mode.
+    pub follower: FollowerConfig,
 }
 
 /// Values given on the command line; `None` leaves the layers below alone.
@@ -101,6 +103,8 @@ pub struct Overrides {
     pub dev_accounts: Option<u32>,
     /// `--genesis`.
     pub genesis_file: Option<PathBuf>,
+    /// `--follow`.
+    pub follow: Option<bool>,
 }
 
 impl Default for Config {
@@ -218,6 +222,7 @@ impl Default for Config {
                 validators_file: PathBuf::new(),
                 key_file: PathBuf::new(),
                 p2p_listen: SocketAddr::from(([127, 0, 0, 1], 26650)),
+                followers_file: PathBuf::new(),
                 leader_timeout_ms: 1500,
                 certification_timeout_ms: 2000,
                 timeout_retry_ms: 1000,
@@ -239,6 +244,7 @@ impl Default for Config {
                 gossip_batch_max_bytes: 1 << 20,
                 gossip_queue_txs: 20_000,
             },
+            follower: FollowerConfig { enabled: false },
         }
     }
 }
@@ -300,6 +306,9 @@ impl Config {
         }
         if let Some(v) = o.dev_accounts {
             self.chain.dev_accounts = v;
+        }
+        if let Some(v) = o.follow {
+            self.follower.enabled = v;
         }
         if let Some(v) = &o.genesis_file {
             self.chain.genesis_file = v.clone();
@@ -495,6 +504,17 @@ impl Config {
 
     /// Whether this node runs as a validator.
     pub fn is_validator(&self) -> bool {
+        self.in_network() && !self.follower.enabled
+    }
+
+    /// Whether this node runs as a follower.
+    pub fn is_follower(&self) -> bool {
+        self.follower.enabled
+    }
+
+    /// Whether this node is part of a network of validators (a validator
+    /// or a follower of one), rather than a single node.
+    pub fn in_network(&self) -> bool {
         !self.consensus.validators_file.as_os_str().is_empty()
     }
 
@@ -532,7 +552,14 @@ impl Config {
     }
 
     fn validate_consensus(&self) -> Result<(), ConfigError> {
-        if !self.is_validator() {
+        if self.follower.enabled && !self.in_network() {
+            return Err(ConfigError::Invalid(
+                "follower.enabled needs consensus.validators_file: the validator set whose finalizations the \
+                 follower verifies"
+                    .into(),
+            ));
+        }
+        if !self.in_network() {
             return Ok(());
         }
         let c = &self.consensus;
@@ -884,6 +911,21 @@ mod tests {
         let cfg = Config::load(None, env, &Overrides::default()).unwrap();
         assert_eq!((cfg.rpc.workers(), cfg.pipeline.execute_workers()), (3, 5));
         assert_eq!(cfg.pipeline.prepare_workers(), cores, "the others stay one per core");
+    }
+
+    #[test]
+    fn follower_mode_needs_the_validator_set() {
+        let follow = Overrides { follow: Some(true), ..Overrides::default() };
+        let err = Config::load(None, Vec::new(), &follow).unwrap_err();
+        assert!(err.to_string().contains("follower.enabled needs consensus.validators_file"), "{err}");
+        let env = vec![
+            ("SLUICE_CONSENSUS__VALIDATORS_FILE".to_string(), "/x/validators.toml".to_string()),
+            ("SLUICE_CONSENSUS__KEY_FILE".to_string(), "/x/follower.key".to_string()),
+        ];
+        let cfg = Config::load(None, env.clone(), &follow).unwrap();
+        assert!(cfg.is_follower() && cfg.in_network() && !cfg.is_validator());
+        let cfg = Config::load(None, env, &Overrides::default()).unwrap();
+        assert!(cfg.is_validator() && !cfg.is_follower());
     }
 
     #[test]

@@ -407,6 +407,19 @@ pub struct StoreConfig {
     pub inject_app_hash_divergence_at_height: u64,
 }
 
+/// Running as a follower: no vote and no block production; executes what
+/// the validators of `consensus.validators_file` finalize, verifying every
+/// finalization against that set, and serves it over RPC.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FollowerConfig {
+    /// Follow instead of validate (`sluice node --follow`). Needs
+    /// `consensus.validators_file`, `consensus.key_file` (the follower's
+    /// own key) and `consensus.p2p_listen`; the validators list the
+    /// follower in their `consensus.followers_file`.
+    pub enabled: bool,
+}
+
 /// Running as one of N validators (empty `validators_file`: a single node,
 /// exactly as without this section).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -415,10 +428,16 @@ pub struct ConsensusConfig {
     /// The validator set file (`sluice testnet init` writes it), identical
     /// on every validator; empty: single-node mode.
     pub validators_file: PathBuf,
-    /// This validator's ed25519 key (hex), readable by its owner only.
+    /// This validator's ed25519 key (hex), readable by its owner only (a
+    /// follower's own key: its p2p identity, never a validator's).
     pub key_file: PathBuf,
     /// Where to listen for the other validators.
     pub p2p_listen: SocketAddr,
+    /// The followers this validator accepts as p2p peers that receive
+    /// blocks and certificates but never vote (`sluice testnet init
+    /// --followers N` writes it). Not part of the validator set's hash:
+    /// adding a follower changes no vote. Empty: none.
+    pub followers_file: PathBuf,
     /// How long a view waits for its leader's proposal.
     pub leader_timeout_ms: u64,
     /// How long a view waits for a notarized proposal to be certified

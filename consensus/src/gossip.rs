@@ -106,13 +106,15 @@ pub(crate) fn decode(mut buf: &[u8], limits: &GossipLimits) -> Result<Vec<Bytes>
     Ok(out)
 }
 
-/// Sends what this node admits from its own clients to every other
-/// validator, a batch at a time, at most one batch per `interval`. Ends
-/// when the node stops.
+/// Sends what this node admits from its own clients to `to` (a
+/// validator: every other validator; a follower: the validators it is
+/// connected to), a batch at a time, at most one batch per `interval`.
+/// Ends when the node stops.
 pub(crate) async fn send_loop<E: Clock, B: Backend, S: Sender>(
     ctx: E,
     backend: B,
     mut sender: S,
+    to: Recipients<S::PublicKey>,
     limits: GossipLimits,
 ) {
     // Room for the batch's own count.
@@ -123,7 +125,7 @@ pub(crate) async fn send_loop<E: Clock, B: Backend, S: Sender>(
             return;
         }
         let n = batch.len() as u64;
-        let reached = sender.send(Recipients::All, encode(&batch), false);
+        let reached = sender.send(to.clone(), encode(&batch), false);
         metrics::counter!(crate::metrics::GOSSIP_SENT_TXS).increment(n);
         metrics::counter!(crate::metrics::GOSSIP_SENT_BATCHES).increment(1);
         tracing::trace!(txs = n, peers = reached.len(), "sent a transaction batch");

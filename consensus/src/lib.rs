@@ -1,6 +1,7 @@
 //! sluice as one of N validators on Commonware's BFT consensus (simplex
 //! for votes, marshal for block dissemination, ordering, persistence and
-//! backfill), over authenticated, encrypted TCP.
+//! backfill), over authenticated, encrypted TCP; or as a follower of them
+//! (marshal alone, fed with verified finalizations: `follower.rs`).
 //!
 //! Every commonware type stays inside this crate: the node reaches
 //! consensus through [`run::spawn`] and consensus reaches the node through
@@ -8,22 +9,24 @@
 //!
 //! ```text
 //!  leader:   producer ──Build──▶ SluiceApp::propose ──▶ simplex (votes) ──▶ finalized
-//!  follower: SluiceApp::verify (rules, timestamp, every tx decoded + recovered +
+//!  others:   SluiceApp::verify (rules, timestamp, every tx decoded + recovered +
 //!            stateless admission rules, declared gas <= block's, state reference; no execution)
 //!  all:      marshal ──Update::Block(ack)──▶ Sink ──▶ forwarder ──▶ prepare → execute → commit ──▶ ack
 //! ```
 //!
 //! Only finalized blocks execute, in order, exactly once. Execution is
 //! agreed on afterwards: each header carries a state reference, an earlier
-//! height's app hash as its proposer computed it; followers refuse a
-//! proposal whose reference disagrees with their own, and a node whose own
+//! height's app hash as its proposer computed it; the other validators
+//! refuse a proposal whose reference disagrees with their own, and a node whose own
 //! app hash disagrees with a finalized reference halts (store commit).
 
 mod app;
+mod archives;
 pub mod backend;
 mod behind;
 pub mod block;
 mod engine;
+mod follower;
 mod gossip;
 pub mod liveness;
 pub mod metrics;

@@ -43,6 +43,8 @@ pub const NULLIFIED_VIEWS: &str = "sluice_consensus_nullified_views_total";
 pub const LAST_FINALIZED_TIME: &str = "sluice_consensus_last_finalized_timestamp_seconds";
 /// Validators this one is connected to.
 pub const PEERS: &str = "sluice_consensus_peers_connected";
+/// Followers connected to this validator (secondary p2p peers).
+pub const FOLLOWERS: &str = "sluice_consensus_followers_connected";
 /// Peer connections dropped because nothing (not even a ping) came over
 /// them for `consensus.p2p_idle_timeout_ms`: a dead path, redialled.
 pub const P2P_IDLE_DISCONNECTS: &str = "sluice_p2p_idle_disconnects_total";
@@ -53,6 +55,10 @@ pub const ARCHIVE_BYTES: &str = "sluice_consensus_archive_bytes";
 /// First height of the oldest section marshal's block archive keeps:
 /// peers catching up can backfill from here (0 before anything is stored).
 pub const ARCHIVE_OLDEST_HEIGHT: &str = "sluice_consensus_archive_oldest_height";
+/// Finalizations a follower received, by `outcome`: `accepted` (verified
+/// and newer than any before; older ones are not counted), `forged` (did
+/// not verify: the sender is blocked).
+pub const FOLLOWER_FINALIZATIONS: &str = "sluice_follower_finalizations_total";
 /// Highest height whose app hash a finalized reference confirmed.
 pub const VERIFIED_HEIGHT: &str = "sluice_verified_height";
 
@@ -67,6 +73,7 @@ pub fn describe() {
     metrics::describe_counter!(EMPTY_PROPOSALS, "Proposals made empty on purpose");
     metrics::describe_counter!(EVIDENCE_TOTAL, "Conflicting votes seen, by kind");
     metrics::describe_gauge!(PEERS, "Validators connected");
+    metrics::describe_gauge!(FOLLOWERS, "Followers connected (secondary p2p peers)");
     metrics::describe_counter!(NULLIFIED_VIEWS, "Views nullified (no block)");
     metrics::describe_gauge!(LAST_FINALIZED_TIME, "Unix time of the last finalization seen");
     metrics::counter!(NULLIFIED_VIEWS).increment(0);
@@ -89,9 +96,16 @@ pub fn describe() {
         ARCHIVE_OLDEST_HEIGHT,
         "Oldest height section kept in consensus's block archive"
     );
-    for g in
-        [VIEW, FINALIZED_HEIGHT, LAG_BLOCKS, PEERS, VERIFIED_HEIGHT, ARCHIVE_BYTES, ARCHIVE_OLDEST_HEIGHT]
-    {
+    for g in [
+        VIEW,
+        FINALIZED_HEIGHT,
+        LAG_BLOCKS,
+        PEERS,
+        FOLLOWERS,
+        VERIFIED_HEIGHT,
+        ARCHIVE_BYTES,
+        ARCHIVE_OLDEST_HEIGHT,
+    ] {
         metrics::gauge!(g).set(0.0);
     }
     for verdict in ["accept", "reject"] {
@@ -108,6 +122,10 @@ pub fn describe() {
     metrics::counter!(REQUEUED_TXS).increment(0);
     for kind in EVIDENCE_KINDS {
         metrics::counter!(EVIDENCE_TOTAL, "kind" => kind).increment(0);
+    }
+    metrics::describe_counter!(FOLLOWER_FINALIZATIONS, "Finalizations a follower received, by outcome");
+    for outcome in ["accepted", "forged"] {
+        metrics::counter!(FOLLOWER_FINALIZATIONS, "outcome" => outcome).increment(0);
     }
     // Registered without an observation: count 0 from the first scrape.
     let _ = metrics::histogram!(FINALIZE_SECONDS);

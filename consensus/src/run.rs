@@ -9,7 +9,9 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, thread::JoinHandle, time::D
 
 use alloy_primitives::{Address, B256};
 use commonware_cryptography::{ed25519::PrivateKey, ChaCha20Poly1305};
-use commonware_p2p::{authenticated::lookup, Address as PeerAddress, AddressableManager as _};
+use commonware_p2p::{
+    authenticated::lookup, Address as PeerAddress, AddressableManager as _, AddressableTrackedPeers,
+};
 use commonware_runtime::{
     tokio as cw_tokio, Clock as _, Metrics as _, Quota, Runner as _, Spawner as _, Supervisor as _,
 };
@@ -23,7 +25,7 @@ use sluice_messages::SealedBlock;
 
 use crate::{
     backend::Backend,
-    engine::{self, channel, Channels, Setup, Timeouts},
+    engine::{self, channel, Channels, Role, Setup, Timeouts},
     liveness::Idle,
     validators::ValidatorSet,
 };
@@ -72,6 +74,13 @@ pub struct ValidatorConfig {
     /// Threads recovering the senders of another validator's proposal
     /// while checking it (as block preparation's `prepare_workers`).
     pub verify_workers: usize,
+    /// Run as a follower: no vote, no proposals; finalizations verified
+    /// against `set` and executed (`key` is then the follower's own p2p
+    /// identity).
+    pub follow: bool,
+    /// The followers this validator accepts as p2p secondary peers (a
+    /// follower ignores it: it dials the validators only).
+    pub followers: Vec<crate::validators::ValidatorEntry>,
     /// Finalized heights consensus keeps in its own archives below the
     /// store's committed height: peers catching up backfill from them, and
     /// a restart replays from them what the store had not kept. Older ones
@@ -198,6 +207,24 @@ async fn run<B: Backend>(
         peers.push((key, PeerAddress::Symmetric(v.p2p_addr)));
     }
     let peers = Map::from_iter_dedup(peers);
+    // A validator accepts its followers' connections (secondary peers:
+    // sent blocks and certificates, never asked to vote); a follower
+    // dials the validators and is nobody's peer but theirs.
+    let mut secondary = Vec::new();
+    if !cfg.follow {
+        for f in &cfg.followers {
+            let key = crate::validators::parse_public_key(&f.public_key)
+                .map_err(|e| fail(ConsensusError::Config(format!("follower {}: {e}", f.name))))?;
+            secondary.push((key, PeerAddress::Symmetric(f.p2p_addr)));
+        }
+    }
+    let secondary = Map::from_iter_dedup(secondary);
+    // How the p2p layer labels a peer in its metrics: its key's Display.
+    let follower_labels: std::collections::HashSet<String> =
+        secondary.keys().iter().map(|k| k.to_string()).collect();
+    // The p2p layer counts this node in its peer set whether or not it is
+    // one of them (a follower is not).
+    let tracked = participants.len() + secondary.len() + 1;
     let namespace = namespace(cfg.set.chain_id, &cfg.set_hash);
     let p2p_namespace = [namespace.as_slice(), b"_P2P"].concat();
     let max_message = engine::max_message_size(&cfg.set.rules, participants.len());
@@ -218,7 +245,7 @@ async fn run<B: Backend>(
         handshake,
         &p2p_namespace,
         cfg.p2p_listen,
-        NZUsize!(participants.len().max(1)),
+        NZUsize!(tracked),
         max_message,
         NZUsize!(1024),
     );
@@ -241,7 +268,7 @@ async fn run<B: Backend>(
         txs: network.register(channel::TXS, txs),
     };
     let network_handle = network.start();
-    let _ = oracle.track(0, peers);
+    let _ = oracle.track(0, AddressableTrackedPeers::new(peers, secondary));
 
     let setup = Setup {
         backend: backend.clone(),
@@ -265,30 +292,38 @@ async fn run<B: Backend>(
         spec: cfg.spec,
         verify_workers: cfg.verify_workers,
         archive_retention_blocks: cfg.archive_retention_blocks,
-        archive_items_per_section: engine::archive_section(&cfg.storage_dir, cfg.archive_retention_blocks)
-            .map_err(|e| fail(ConsensusError::Config(format!("consensus archives' section size: {e}"))))?,
+        archive_items_per_section: crate::archives::archive_section(
+            &cfg.storage_dir,
+            cfg.archive_retention_blocks,
+        )
+        .map_err(|e| fail(ConsensusError::Config(format!("consensus archives' section size: {e}"))))?,
         storage_dir: Some(cfg.storage_dir.clone()),
     };
-    let mut handles = engine::start(ctx.child("validator"), setup, channels, oracle.clone(), oracle)
+    let role = if cfg.follow { Role::Follower } else { Role::Validator };
+    let mut handles = engine::start(ctx.child("node"), setup, channels, oracle.clone(), oracle, role)
         .await
         .map_err(|e| fail(e.into()))?;
     handles.push(network_handle);
     let _ = started.send(Ok(()));
-    tracing::info!(listen = %cfg.p2p_listen, set = %cfg.set_hash, "consensus started");
+    tracing::info!(listen = %cfg.p2p_listen, set = %cfg.set_hash, ?role, followers = cfg.followers.len(), "consensus started");
 
     // Runs until asked to stop or until the node halts: a halted node
     // stops voting (it abstains rather than sign what it cannot check).
     let halted = {
         let (backend, ctx) = (backend.clone(), ctx.child("halt_watch"));
-        let (set_hash, others) = (cfg.set_hash, cfg.set.validator.len() - 1);
+        // A follower is connected to validators only; a validator counts
+        // the others (its followers are not its peers for this).
+        let others = if cfg.follow { cfg.set.validator.len() } else { cfg.set.validator.len() - 1 };
+        let set_hash = cfg.set_hash;
         async move {
             let (mut alone, mut was) = (0u32, 0.0);
             loop {
                 if let Some(reason) = backend.halted() {
                     return reason;
                 }
-                let peers = connected_peers(&ctx.encode());
+                let (peers, followers) = connected_peers(&ctx.encode(), &follower_labels);
                 metrics::gauge!(crate::metrics::PEERS).set(peers);
+                metrics::gauge!(crate::metrics::FOLLOWERS).set(followers);
                 if peers != was {
                     tracing::info!(peers, of = others, "validators connected");
                     was = peers;
@@ -321,20 +356,28 @@ async fn run<B: Backend>(
     Ok(())
 }
 
-/// Validators connected now, read off the p2p tracker's own family of
-/// connected peers (one series per peer with a live connection) in the
-/// runtime's registry: commonware keeps its metrics there, not in
-/// `metrics`. Its `reserved` gauge is not this: a dial in progress holds a
-/// reservation too, so a validator cut off from all its peers would still
-/// count them.
-fn connected_peers(registry: &str) -> f64 {
-    registry
-        .lines()
-        .filter(|l| {
-            l.split_once('{')
-                .is_some_and(|(name, _)| name.starts_with("p2p_tracker") && name.ends_with("_connected"))
-        })
-        .count() as f64
+/// Validators and followers connected now, read off the p2p tracker's own
+/// family of connected peers (one series per peer with a live connection,
+/// labelled with its key) in the runtime's registry: commonware keeps its
+/// metrics there, not in `metrics`. Its `reserved` gauge is not this: a
+/// dial in progress holds a reservation too, so a validator cut off from
+/// all its peers would still count them. A peer whose label is in
+/// `followers` counts as a follower.
+fn connected_peers(registry: &str, followers: &std::collections::HashSet<String>) -> (f64, f64) {
+    let (mut peers, mut following) = (0.0, 0.0);
+    for line in registry.lines() {
+        let Some((name, rest)) = line.split_once('{') else { continue };
+        if !(name.starts_with("p2p_tracker") && name.ends_with("_connected")) {
+            continue;
+        }
+        let label = rest.split('"').nth(1).unwrap_or_default();
+        if followers.contains(label) {
+            following += 1.0;
+        } else {
+            peers += 1.0;
+        }
+    }
+    (peers, following)
 }
 
 #[cfg(test)]
@@ -344,7 +387,10 @@ mod tests {
         let text = "# HELP x\np2p_tracker_directory_tracked 3\np2p_tracker_directory_reserved 3\n\
                     p2p_tracker_directory_connected{peer=\"a1\"} 1796469801000\n\
                     p2p_tracker_directory_connected{peer=\"b2\"} 1796469802000\n";
-        assert_eq!(super::connected_peers(text), 2.0);
-        assert_eq!(super::connected_peers("nothing 1\n"), 0.0);
+        let none = std::collections::HashSet::new();
+        assert_eq!(super::connected_peers(text, &none), (2.0, 0.0));
+        assert_eq!(super::connected_peers("nothing 1\n", &none), (0.0, 0.0));
+        let b2 = std::collections::HashSet::from(["b2".to_string()]);
+        assert_eq!(super::connected_peers(text, &b2), (1.0, 1.0));
     }
 }

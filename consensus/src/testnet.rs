@@ -1,9 +1,13 @@
-//! `sluice testnet init`: a validator set and one config per validator.
+//! `sluice testnet init`: a validator set, its followers, and one config
+//! per node.
 //!
 //! Writes `DIR/validators.toml` (shared, identical everywhere) and, for
-//! each validator `i`, `DIR/v{i}/sluice.toml` and `DIR/v{i}/validator.key`.
-//! Ports are taken from a base upward: validator `i` uses `base + 3i` for
-//! p2p, `base + 3i + 1` for JSON-RPC and `base + 3i + 2` for metrics.
+//! each validator `i`, `DIR/v{i}/sluice.toml` and `DIR/v{i}/validator.key`;
+//! with followers, `DIR/followers.toml` (read by the validators) and, for
+//! each follower `j`, `DIR/f{j}/sluice.toml` and `DIR/f{j}/follower.key`.
+//! Ports are taken from a base upward: node `n` (validators first, then
+//! followers) uses `base + 3n` for p2p, `base + 3n + 1` for JSON-RPC and
+//! `base + 3n + 2` for metrics.
 
 use std::{
     fmt::Write as _,
@@ -16,7 +20,7 @@ use commonware_cryptography::{ed25519::PrivateKey, Signer as _};
 
 use crate::{
     rules::Rules,
-    validators::{public_key_hex, save_key, SetError, ValidatorEntry, ValidatorSet},
+    validators::{public_key_hex, save_key, FollowerSet, SetError, ValidatorEntry, ValidatorSet},
 };
 
 /// What to write.
@@ -30,6 +34,10 @@ pub struct TestnetSpec {
     pub base_port: u16,
     /// One address per validator (defaults to 127.0.0.1 for all).
     pub hosts: Vec<IpAddr>,
+    /// Number of followers.
+    pub followers: usize,
+    /// One address per follower (defaults to 127.0.0.1 for all).
+    pub follower_hosts: Vec<IpAddr>,
     /// Deterministic keys from this seed (tests only: anyone can derive
     /// them); `None`: keys from the OS's entropy.
     pub seed: Option<u64>,
@@ -61,6 +69,10 @@ pub struct Written {
     pub configs: Vec<PathBuf>,
     /// Each validator's JSON-RPC address.
     pub rpc_addrs: Vec<SocketAddr>,
+    /// Each follower's config file.
+    pub follower_configs: Vec<PathBuf>,
+    /// Each follower's JSON-RPC address.
+    pub follower_rpc_addrs: Vec<SocketAddr>,
 }
 
 /// Why a testnet could not be written.
@@ -86,8 +98,8 @@ fn port(spec: &TestnetSpec, i: usize, k: usize) -> Result<u16, TestnetError> {
     let p = u32::from(spec.base_port) + 3 * i as u32 + k as u32;
     u16::try_from(p).map_err(|_| {
         TestnetError::Invalid(format!(
-            "--base-port {} leaves no room for {} validators",
-            spec.base_port, spec.validators
+            "--base-port {} leaves no room for {} validators and {} followers",
+            spec.base_port, spec.validators, spec.followers
         ))
     })
 }
@@ -97,20 +109,13 @@ pub fn init(spec: &TestnetSpec) -> Result<Written, TestnetError> {
     if spec.validators == 0 {
         return Err(TestnetError::Invalid("--validators must be at least 1".into()));
     }
-    let hosts: Vec<IpAddr> = match spec.hosts.len() {
-        0 => vec![IpAddr::from([127, 0, 0, 1]); spec.validators],
-        n if n == spec.validators => spec.hosts.clone(),
-        n => {
-            return Err(TestnetError::Invalid(format!(
-                "--hosts gives {n} addresses for {} validators",
-                spec.validators
-            )))
-        }
-    };
+    let hosts = hosts_of(&spec.hosts, spec.validators, "--hosts", "validators")?;
+    let follower_hosts = hosts_of(&spec.follower_hosts, spec.followers, "--follower-hosts", "followers")?;
     // Checked before anything is written: a rerun on a used directory
     // must not leave a new set beside old keys, nor replace a key.
-    for i in 0..spec.validators {
-        let key_file = spec.dir.join(format!("v{i}")).join("validator.key");
+    let validator_keys = (0..spec.validators).map(|i| spec.dir.join(format!("v{i}")).join("validator.key"));
+    let follower_keys = (0..spec.followers).map(|j| spec.dir.join(format!("f{j}")).join("follower.key"));
+    for key_file in validator_keys.chain(follower_keys) {
         if key_file.exists() {
             return Err(TestnetError::Invalid(format!(
                 "{} already exists: testnet init never overwrites a validator key; remove {} or choose another --dir",
@@ -119,8 +124,8 @@ pub fn init(spec: &TestnetSpec) -> Result<Written, TestnetError> {
             )));
         }
     }
-    let mut keys = Vec::with_capacity(spec.validators);
-    for i in 0..spec.validators {
+    let mut keys = Vec::with_capacity(spec.validators + spec.followers);
+    for i in 0..spec.validators + spec.followers {
         keys.push(match spec.seed {
             // Insecure by design: anyone who knows the seed has the keys.
             Some(seed) => PrivateKey::from_seed(seed.wrapping_add(i as u64)),
@@ -132,7 +137,7 @@ pub fn init(spec: &TestnetSpec) -> Result<Written, TestnetError> {
     }
     let mut entries = Vec::with_capacity(spec.validators);
     let mut rpc_addrs = Vec::with_capacity(spec.validators);
-    for (i, key) in keys.iter().enumerate() {
+    for (i, key) in keys[..spec.validators].iter().enumerate() {
         let rpc = SocketAddr::new(hosts[i], port(spec, i, 1)?);
         rpc_addrs.push(rpc);
         entries.push(ValidatorEntry {
@@ -153,35 +158,114 @@ pub fn init(spec: &TestnetSpec) -> Result<Written, TestnetError> {
     let set_file = spec.dir.join("validators.toml");
     set.save(&set_file)?;
     let set_abs = absolute(&set_file);
-    let mut configs = Vec::with_capacity(spec.validators);
-    for (i, key) in keys.iter().enumerate() {
-        let vdir = spec.dir.join(format!("v{i}"));
-        mkdir(&vdir)?;
-        let key_file = vdir.join("validator.key");
-        save_key(&key_file, key)?;
-        let cfg = vdir.join("sluice.toml");
-        let text = node_config(spec, &set, i, &set_abs, &absolute(&key_file), &absolute(&vdir.join("data")))?;
-        std::fs::write(&cfg, text)
-            .map_err(|source| TestnetError::Io { path: cfg.display().to_string(), source })?;
-        configs.push(cfg);
+    let mut followers = FollowerSet::default();
+    for (j, key) in keys[spec.validators..].iter().enumerate() {
+        let n = spec.validators + j;
+        followers.follower.push(ValidatorEntry {
+            name: format!("f{j}"),
+            public_key: public_key_hex(&key.public_key()),
+            p2p_addr: SocketAddr::new(follower_hosts[j], port(spec, n, 0)?),
+            rpc_addr: SocketAddr::new(follower_hosts[j], port(spec, n, 1)?),
+        });
     }
-    Ok(Written { set_file, configs, rpc_addrs })
+    let followers_file = (spec.followers > 0).then(|| spec.dir.join("followers.toml"));
+    if let Some(file) = &followers_file {
+        followers.save(file)?;
+    }
+    let followers_abs = followers_file.as_deref().map(absolute);
+    let mut configs = Vec::with_capacity(spec.validators);
+    for (i, key) in keys[..spec.validators].iter().enumerate() {
+        let node = Node { entry: &set.validator[i], n: i, follower: false };
+        configs.push(write_node(spec, &set, node, key, &set_abs, followers_abs.as_deref())?);
+    }
+    let mut follower_configs = Vec::with_capacity(spec.followers);
+    for (j, key) in keys[spec.validators..].iter().enumerate() {
+        let node = Node { entry: &followers.follower[j], n: spec.validators + j, follower: true };
+        follower_configs.push(write_node(spec, &set, node, key, &set_abs, None)?);
+    }
+    let follower_rpc_addrs = followers.follower.iter().map(|f| f.rpc_addr).collect();
+    Ok(Written { set_file, configs, rpc_addrs, follower_configs, follower_rpc_addrs })
+}
+
+/// `given` addresses for `count` nodes, or 127.0.0.1 for all.
+fn hosts_of(given: &[IpAddr], count: usize, flag: &str, what: &str) -> Result<Vec<IpAddr>, TestnetError> {
+    match given.len() {
+        0 => Ok(vec![IpAddr::from([127, 0, 0, 1]); count]),
+        n if n == count => Ok(given.to_vec()),
+        n => Err(TestnetError::Invalid(format!("{flag} gives {n} addresses for {count} {what}"))),
+    }
+}
+
+/// One node to write a config for.
+struct Node<'a> {
+    /// Its name and addresses.
+    entry: &'a ValidatorEntry,
+    /// Its place among all nodes (its ports).
+    n: usize,
+    /// A follower rather than a validator.
+    follower: bool,
+}
+
+/// Writes the node's directory (`DIR/v{i}/` or `DIR/f{j}/`, named as its
+/// entry) with its key and config; returns the config's path.
+fn write_node(
+    spec: &TestnetSpec,
+    set: &ValidatorSet,
+    node: Node<'_>,
+    key: &PrivateKey,
+    set_file: &Path,
+    followers_file: Option<&Path>,
+) -> Result<PathBuf, TestnetError> {
+    let dir = spec.dir.join(&node.entry.name);
+    mkdir(&dir)?;
+    let key_file = dir.join(if node.follower { "follower.key" } else { "validator.key" });
+    save_key(&key_file, key)?;
+    let cfg = dir.join("sluice.toml");
+    let paths = Paths {
+        set_file,
+        key_file: &absolute(&key_file),
+        data_dir: &absolute(&dir.join("data")),
+        followers_file,
+    };
+    let text = node_config(spec, set, &node, &paths)?;
+    std::fs::write(&cfg, text)
+        .map_err(|source| TestnetError::Io { path: cfg.display().to_string(), source })?;
+    Ok(cfg)
+}
+
+/// The files a node's config names.
+struct Paths<'a> {
+    set_file: &'a Path,
+    key_file: &'a Path,
+    data_dir: &'a Path,
+    followers_file: Option<&'a Path>,
 }
 
 fn node_config(
     spec: &TestnetSpec,
     set: &ValidatorSet,
-    i: usize,
-    set_file: &Path,
-    key_file: &Path,
-    data_dir: &Path,
+    node: &Node<'_>,
+    paths: &Paths<'_>,
 ) -> Result<String, TestnetError> {
-    let v = &set.validator[i];
-    let metrics = SocketAddr::new(v.p2p_addr.ip(), port(spec, i, 2)?);
+    let v = node.entry;
+    let metrics = SocketAddr::new(v.p2p_addr.ip(), port(spec, node.n, 2)?);
     let r = &set.rules;
     let mut s = String::new();
-    let _ =
-        writeln!(s, "# Validator {} of {}: written by `sluice testnet init`.", v.name, set.validator.len());
+    if node.follower {
+        let _ = writeln!(
+            s,
+            "# Follower {} of the {} validators: written by `sluice testnet init`.",
+            v.name,
+            set.validator.len()
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "# Validator {} of {}: written by `sluice testnet init`.",
+            v.name,
+            set.validator.len()
+        );
+    }
     let _ = writeln!(s, "# The [chain] rules must match validators.toml on every validator.\n");
     let _ = writeln!(
         s,
@@ -191,7 +275,12 @@ fn node_config(
     s.push_str(&spec.chain_section);
     // No debug or trace namespace on a validator: traces are the heaviest
     // calls there are, and its cores are the chain's (README, "Namespaces").
-    let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"\napis = \"eth,net,web3,txpool\"", v.rpc_addr);
+    // A follower's cores are its readers': it serves them all.
+    if node.follower {
+        let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"", v.rpc_addr);
+    } else {
+        let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"\napis = \"eth,net,web3,txpool\"", v.rpc_addr);
+    }
     // Reachable from other hosts: the node refuses CORS "*" there (any web
     // page could drive it), and the public mnemonic's accounts unless told.
     if !v.rpc_addr.ip().is_loopback() {
@@ -219,14 +308,20 @@ fn node_config(
         "\n[producer]\nmax_block_txs = {}\nmax_block_bytes = {}\nblock_time_ms = {}",
         r.max_block_txs, r.max_block_bytes, spec.block_time_ms
     );
-    let _ = writeln!(s, "\n[store]\ndata_dir = {:?}", data_dir.display().to_string());
+    let _ = writeln!(s, "\n[store]\ndata_dir = {:?}", paths.data_dir.display().to_string());
     let _ = writeln!(
         s,
         "\n[consensus]\nvalidators_file = {:?}\nkey_file = {:?}\np2p_listen = \"{}\"",
-        set_file.display().to_string(),
-        key_file.display().to_string(),
+        paths.set_file.display().to_string(),
+        paths.key_file.display().to_string(),
         v.p2p_addr
     );
+    if let Some(file) = paths.followers_file {
+        let _ = writeln!(s, "followers_file = {:?}", file.display().to_string());
+    }
+    if node.follower {
+        let _ = writeln!(s, "\n[follower]\nenabled = true");
+    }
     Ok(s)
 }
 

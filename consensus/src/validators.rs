@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::rules::Rules;
 
-/// One validator of the set.
+/// One validator of the set (or one follower of `followers.toml`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValidatorEntry {
@@ -84,6 +84,11 @@ fn io(path: &Path, source: std::io::Error) -> SetError {
 pub fn parse_public_key(hex_key: &str) -> Result<PublicKey, String> {
     let bytes = hex::decode(hex_key.trim_start_matches("0x")).map_err(|e| format!("not hex: {e}"))?;
     PublicKey::decode(bytes::Bytes::from(bytes)).map_err(|e| format!("not an ed25519 public key: {e}"))
+}
+
+/// Hex of a private key's public key: how logs and files name a node.
+pub fn public_key_of(key: &PrivateKey) -> String {
+    public_key_hex(&key.public_key())
 }
 
 /// Hex of a public key, as the file stores it.
@@ -153,6 +158,53 @@ impl ValidatorSet {
     pub fn entry_of(&self, key: &PrivateKey) -> Option<&ValidatorEntry> {
         let public = public_key_hex(&key.public_key());
         self.validator.iter().find(|v| v.public_key.eq_ignore_ascii_case(&public))
+    }
+}
+
+/// The followers validators accept as p2p secondary peers
+/// (`followers.toml`): they receive blocks and certificates and send their
+/// clients' transactions, never vote. Not part of the validator set's
+/// hash, so adding one changes no vote (validators reread it at restart).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FollowerSet {
+    /// The followers (`name`, `public_key`, `p2p_addr`: the address its
+    /// connections come from; `rpc_addr`: informational).
+    #[serde(default)]
+    pub follower: Vec<ValidatorEntry>,
+}
+
+impl FollowerSet {
+    /// Reads the file and checks it against the validator set: valid keys,
+    /// none twice, none a validator's (a follower holding a validator's
+    /// key could speak as it).
+    pub fn load(path: &Path, validators: &ValidatorSet) -> Result<FollowerSet, SetError> {
+        let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
+        let set: FollowerSet = toml::from_str(&text).map_err(|e| invalid(path, e.to_string()))?;
+        let voters = validators.public_keys().map_err(|reason| invalid(path, reason))?;
+        let keys = set.public_keys().map_err(|reason| invalid(path, reason))?;
+        if keys.len() != set.follower.len() {
+            return Err(invalid(path, "a public key appears twice"));
+        }
+        if let Some(f) = set.follower.iter().zip(keys.iter()).find(|(_, k)| voters.position(k).is_some()) {
+            return Err(invalid(path, format!("follower {} has a validator's key", f.0.name)));
+        }
+        Ok(set)
+    }
+
+    /// Writes the file.
+    pub fn save(&self, path: &Path) -> Result<(), SetError> {
+        let text = toml::to_string(self).map_err(|e| invalid(path, e.to_string()))?;
+        std::fs::write(path, text).map_err(|e| io(path, e))
+    }
+
+    /// The followers' keys.
+    pub fn public_keys(&self) -> Result<Set<PublicKey>, String> {
+        let mut keys = Vec::with_capacity(self.follower.len());
+        for f in &self.follower {
+            keys.push(parse_public_key(&f.public_key).map_err(|e| format!("follower {}: {e}", f.name))?);
+        }
+        Ok(Set::from_iter_dedup(keys))
     }
 }
 

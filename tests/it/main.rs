@@ -29,6 +29,7 @@ mod fault_hostile_input_refused;
 mod fault_slow_stage_keeps_heights_unique;
 mod filters_are_bounded;
 mod filters_poll_changes;
+mod followers_serve_the_chain;
 mod full_nodes_keep_a_window;
 mod full_pool_evicts_the_cheapest;
 mod future_nonces_wait_for_their_gap;

@@ -46,7 +46,13 @@ fn free_range(n: u16) -> u16 {
 
 /// Runs `sluice testnet init`; returns each validator's config file.
 pub(crate) fn testnet_init(dir: &Path, n: usize, extra: &[&str]) -> Vec<PathBuf> {
-    let base = free_range(3 * n as u16).to_string();
+    // Followers take the ports after the validators'.
+    let followers: usize = extra
+        .iter()
+        .position(|a| *a == "--followers")
+        .and_then(|i| extra.get(i + 1)?.parse().ok())
+        .unwrap_or(0);
+    let base = free_range(3 * (n + followers) as u16).to_string();
     let validators = n.to_string();
     // Deterministic keys unless the caller picks a seed of its own.
     let seed: &[&str] = if extra.contains(&"--seed") { &[] } else { &["--seed", "1"] };
@@ -99,7 +105,7 @@ pub(crate) fn wait_network_up(nodes: &[TestNode]) {
     }
 }
 
-fn wait_height(node: &TestNode, h: u64, what: &str) {
+pub(crate) fn wait_height(node: &TestNode, h: u64, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while height(node) < h {
         assert!(Instant::now() < deadline, "{what}: stuck below height {h}; log:\n{}", node.log());
@@ -109,7 +115,7 @@ fn wait_height(node: &TestNode, h: u64, what: &str) {
 
 /// Sends `count` transfers from dev account `sender` to `node`, then
 /// waits for every receipt on that node.
-fn transfers(node: &TestNode, sender: usize, count: u64) -> Vec<Value> {
+pub(crate) fn transfers(node: &TestNode, sender: usize, count: u64) -> Vec<Value> {
     let s = dev(sender);
     let first = node.nonce(s.address(), "pending");
     let to = Address::repeat_byte(0x40 + sender as u8);
@@ -119,7 +125,7 @@ fn transfers(node: &TestNode, sender: usize, count: u64) -> Vec<Value> {
     hashes.iter().map(|h| receipt_within(node, h, Duration::from_secs(90))).collect()
 }
 
-fn receipt_within(node: &TestNode, hash: &B256, limit: Duration) -> Value {
+pub(crate) fn receipt_within(node: &TestNode, hash: &B256, limit: Duration) -> Value {
     let deadline = Instant::now() + limit;
     loop {
         let r = node.ok("eth_getTransactionReceipt", json!([hash]));
@@ -132,7 +138,7 @@ fn receipt_within(node: &TestNode, hash: &B256, limit: Duration) -> Value {
     }
 }
 
-fn block_ids(node: &TestNode, h: u64) -> (String, String) {
+pub(crate) fn block_ids(node: &TestNode, h: u64) -> (String, String) {
     let b = node.ok("eth_getBlockByNumber", json!([format!("0x{h:x}"), false]));
     (
         b["hash"].as_str().unwrap_or_default().to_string(),

@@ -13,6 +13,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod follower_tests;
 mod tests;
 mod verify_tests;
 
@@ -48,7 +49,7 @@ use crate::{
 pub(crate) const CHAIN_ID: u64 = 31337;
 const BASE_FEE: u64 = 1_000_000_000;
 const GAS_LIMIT: u64 = 30_000_000;
-const QUOTA: Quota = Quota::per_second(NZU32!(10_000));
+pub(crate) const QUOTA: Quota = Quota::per_second(NZU32!(10_000));
 /// Transaction dissemination as the default config bounds it.
 pub(crate) const GOSSIP: crate::gossip::GossipLimits = crate::gossip::GossipLimits {
     batch_max_txs: 2_000,
@@ -424,19 +425,38 @@ pub(crate) struct Sim {
 
 impl Sim {
     pub(crate) async fn new(ctx: deterministic::Context, n: usize, link: Link) -> Sim {
-        let keys: Vec<PrivateKey> = (0..n as u64).map(PrivateKey::from_seed).collect();
-        let participants = Set::from_iter_dedup(keys.iter().map(|k| k.public_key()));
-        let (network, oracle) = simulated::Network::new_with_peers(
-            ctx.child("network"),
-            simulated::Config {
-                max_size: 1 << 22,
-                max_peers_per_set: NZUsize!(n),
-                disconnect_on_block: true,
-                tracked_peer_sets: NZUsize!(1),
-            },
-            participants.iter().cloned(),
-        )
-        .await;
+        Sim::with_followers(ctx, n, 0, link).await
+    }
+
+    /// `n` validators (nodes `0..n`) and `followers` followers (nodes
+    /// `n..n + followers`, p2p secondary peers), every pair linked.
+    pub(crate) async fn with_followers(
+        ctx: deterministic::Context,
+        n: usize,
+        followers: usize,
+        link: Link,
+    ) -> Sim {
+        let keys: Vec<PrivateKey> = (0..(n + followers) as u64).map(PrivateKey::from_seed).collect();
+        let participants = Set::from_iter_dedup(keys[..n].iter().map(|k| k.public_key()));
+        let config = simulated::Config {
+            max_size: 1 << 22,
+            max_peers_per_set: NZUsize!(n + followers),
+            disconnect_on_block: true,
+            tracked_peer_sets: NZUsize!(1),
+        };
+        let (network, oracle) = if followers == 0 {
+            simulated::Network::new_with_peers(ctx.child("network"), config, participants.iter().cloned())
+                .await
+        } else {
+            let secondary: Vec<PublicKey> = keys[n..].iter().map(|k| k.public_key()).collect();
+            simulated::Network::new_with_split_peers(
+                ctx.child("network"),
+                config,
+                participants.iter().cloned(),
+                secondary,
+            )
+            .await
+        };
         network.start();
         let sim = Sim {
             ctx,
@@ -445,7 +465,7 @@ impl Sim {
             participants,
             recorder: Recorder::default(),
             genesis: genesis(n * 4),
-            nodes: (0..n).map(|_| None).collect(),
+            nodes: (0..n + followers).map(|_| None).collect(),
             block_time: Duration::ZERO,
             archive_retention: None,
         };
@@ -453,7 +473,7 @@ impl Sim {
         sim
     }
 
-    fn pk(&self, i: usize) -> PublicKey {
+    pub(crate) fn pk(&self, i: usize) -> PublicKey {
         self.keys[i].public_key()
     }
 
@@ -478,7 +498,8 @@ impl Sim {
         }
     }
 
-    /// Starts validator `i` (again, after a crash: on the same storage).
+    /// Starts node `i`, a validator or (from `participants.len()` on) a
+    /// follower; again after a crash, on the same storage.
     pub(crate) async fn start(&mut self, i: usize, diverge_at: Option<u64>) {
         let backend = SimBackend::new(
             i,
@@ -539,8 +560,11 @@ impl Sim {
             storage_dir: None,
         };
         let (manager, blocker) = (self.oracle.manager(), control.clone());
+        let role =
+            if i >= self.participants.len() { engine::Role::Follower } else { engine::Role::Validator };
         let handle = self.ctx.child("validator").spawn(move |ctx| async move {
-            let handles = engine::start(ctx, setup, channels, manager, blocker).await.expect("engine starts");
+            let handles =
+                engine::start(ctx, setup, channels, manager, blocker, role).await.expect("engine starts");
             // The node lives as long as its tasks; aborting this task
             // aborts them all (a crash).
             futures::future::join_all(handles).await;
@@ -603,10 +627,10 @@ impl Sim {
     /// validator's archives are not disturbed.
     pub(crate) async fn archive_sections(&self, i: usize) -> Vec<(String, Vec<u64>)> {
         let mut out = Vec::new();
-        for archive in engine::ARCHIVES {
+        for archive in crate::archives::ARCHIVES {
             for kind in ["key", "value"] {
-                let partition = engine::archive_partition(&format!("v{i}"), archive, kind);
-                let sections = engine::archive_sections(&self.ctx, &partition).await;
+                let partition = crate::archives::archive_partition(&format!("v{i}"), archive, kind);
+                let sections = crate::archives::archive_sections(&self.ctx, &partition).await;
                 out.push((partition, sections));
             }
         }

@@ -1,0 +1,102 @@
+//! A follower process beside four validator processes, from `sluice
+//! testnet init --followers 1`: it connects to all four as a p2p peer that
+//! never votes, executes exactly the blocks they finalize (same block hash
+//! and `stateRoot` at every height), takes transfers from its own clients
+//! and gets them included (receipt on the follower and on a validator),
+//! catches up after a SIGKILL, and a follower given a validator's key is
+//! refused at start.
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256};
+
+use crate::{
+    support::*,
+    validators_agree_and_rejoin::{
+        block_ids, height, receipt_within, start_validator, testnet_init, transfers, wait_height,
+        wait_network_up,
+    },
+};
+
+#[test]
+fn a_follower_executes_the_chain_and_forwards_writes() {
+    let dir = std::env::temp_dir().join(format!("sluice-net-follow-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let configs = testnet_init(&dir, 4, &["--followers", "1"]);
+    let mut validators: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    let mut follower = start_validator(&dir.join("f0").join("sluice.toml"), &[]);
+    wait_network_up(&validators);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while height(&follower) < 2 || follower.metric("sluice_consensus_peers_connected ") != Some(4.0) {
+        assert!(Instant::now() < deadline, "follower not following; log:\n{}", follower.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Writes through the follower: admitted there (its pending nonce counts
+    // them), sent on to the validators, included, receipts on both sides.
+    let s = dev(3);
+    let to = Address::repeat_byte(0x77);
+    let hashes: Vec<B256> = (0..5)
+        .map(|nonce| follower.send(&transfer(&s, nonce, to, 1)).unwrap_or_else(|e| panic!("send: {e}")))
+        .collect();
+    assert_eq!(follower.nonce(s.address(), "pending"), 5, "the follower's pending nonce counts what it took");
+    for h in &hashes {
+        let on_follower = receipt_within(&follower, h, Duration::from_secs(90));
+        let on_validator = receipt_within(&validators[1], h, Duration::from_secs(30));
+        assert_eq!(on_follower["blockHash"], on_validator["blockHash"], "{h}");
+    }
+    // Validators' own traffic reaches the follower in blocks.
+    let receipts = transfers(&validators[2], 2, 3);
+    for r in &receipts {
+        let hash = r["transactionHash"].as_str().unwrap_or_default();
+        let on_follower = receipt_within(&follower, &hash.parse().expect("a hash"), Duration::from_secs(30));
+        assert_eq!(on_follower["blockHash"], r["blockHash"]);
+    }
+    // It counted the finalizations it verified; none was forged.
+    assert!(
+        follower.metric("sluice_follower_finalizations_total{outcome=\"accepted\"}").unwrap_or(0.0) > 0.0
+    );
+    assert_eq!(follower.metric("sluice_follower_finalizations_total{outcome=\"forged\"}"), Some(0.0));
+
+    // Killed, the chain goes on without it; restarted, it catches up.
+    follower.kill9();
+    let down_at = height(&validators[0]);
+    while height(&validators[0]) < down_at + 15 {
+        transfers(&validators[0], 0, 3);
+    }
+    let target = height(&validators[0]);
+    let restarted = Instant::now();
+    follower.restart().unwrap_or_else(|log| panic!("the follower did not restart: {log}"));
+    wait_height(&follower, target, "follower catching up");
+    eprintln!("follower back at {target} {:?} after its restart", restarted.elapsed());
+
+    let top = height(&follower).min(height(&validators[3]));
+    for h in 0..=top {
+        assert_eq!(block_ids(&follower, h), block_ids(&validators[3], h), "follower differs at height {h}");
+    }
+
+    // A follower given a validator's key is refused, naming the fix.
+    let v0 = configs[0].to_str().expect("utf-8 path");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "node",
+            "--config",
+            v0,
+            "--follow",
+            "--rpc-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .expect("run sluice");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("is validator v0's"), "{err}");
+
+    for node in validators.iter_mut().chain(std::iter::once(&mut follower)) {
+        let status = node.terminate();
+        assert!(status.success(), "a node did not exit cleanly: {status}; log:\n{}", node.log());
+    }
+    follower.assert_replay_matches_vault("follower f0");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,6 +16,13 @@
 //! the nonce actor waits while its mailbox is full (backpressure reaches
 //! the client as latency).
 //!
+//! Every transaction the nonce actor accepted from a client is written to
+//! the pending-transaction journal ([`crate::journal_writer`]) before its
+//! hash is answered (one write for a whole JSON-RPC batch), so an answered
+//! transaction survives a kill: the next start offers the journal again
+//! through [`replay_journal`]. A failed write is answered -32603
+//! `transaction journal: <cause>`.
+//!
 //! Admission is stateless, so a panic in it is contained per request: the
 //! caller gets -32603, the restart is counted, and it never escalates (a
 //! client must not be able to halt the node with a poison request).
@@ -38,6 +45,8 @@ use tokio::sync::oneshot;
 
 use crate::{
     faults::{self, Action, Site},
+    journal::Entry,
+    journal_writer::JournalWriter,
     mailbox::MailboxSender,
     metrics as m,
     protocol::{AdmitTx, CommittedAccount, NonceMsg},
@@ -59,6 +68,23 @@ pub struct Admission {
     pub pool: Arc<PoolCounters>,
     /// False once shutdown began: new transactions are refused.
     pub accepting: AtomicBool,
+    /// Where accepted transactions are made durable before they are
+    /// answered; `None`: `mempool.journal = false`.
+    pub journal: Option<JournalWriter>,
+}
+
+/// Where admitted transactions come from: only a client's are journaled
+/// (a peer's are journaled by the validator its client reached; the
+/// journal's own are in it already), and only a client's and the
+/// journal's are sent on to peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A JSON-RPC client.
+    Client,
+    /// Another validator's gossip.
+    Peer,
+    /// The journal, offered again at start.
+    Journal,
 }
 
 impl Pipeline for Admission {
@@ -69,7 +95,7 @@ impl Pipeline for Admission {
             for raw in raws {
                 begin(self, raw, &mut batch).await;
             }
-            let results = admit_all(self, batch.wait().await, received, (hold_gaps, false)).await;
+            let results = admit_all(self, batch.wait().await, received, hold_gaps, Origin::Client).await;
             count(m::TX_ADMISSION, &results);
             results
         })
@@ -120,6 +146,11 @@ async fn begin(state: &Admission, raw: Bytes, batch: &mut Batch<'_>) {
         // Nothing admitted now could ever be committed.
         return batch.refuse(TxError::StoreHalted(reason));
     }
+    // Refused before anything is accepted: once the nonce actor took a
+    // transaction it may be included whatever the answer says.
+    if state.journal.as_ref().is_some_and(JournalWriter::is_full) {
+        return batch.refuse(TxError::TxPoolFull);
+    }
     // A full pool refuses what could evict nothing before the expensive
     // part: recovering senders only to refuse their transactions would
     // take the CPU the pipeline needs to drain the pool. Only then is the
@@ -152,20 +183,28 @@ async fn begin(state: &Admission, raw: Bytes, batch: &mut Batch<'_>) {
 
 /// Finishes admitting recovered submissions, in order: reads each one's
 /// sender's committed account, then reserves the nonces of all of them in
-/// one message to the nonce actor. Each one's hash (keccak of the raw
-/// bytes), or why it was refused.
+/// one message to the nonce actor; a client's accepted ones are then
+/// journaled. Each one's hash (keccak of the raw bytes), or why it was
+/// refused.
 async fn admit_all(
     state: &Admission,
     recovered: Vec<Recovered>,
     received: Instant,
-    (hold_gaps, from_peer): (bool, bool),
+    hold_gaps: bool,
+    origin: Origin,
 ) -> Vec<Result<B256, TxError>> {
+    let from_peer = origin == Origin::Peer;
     let mut results = Vec::with_capacity(recovered.len());
+    // Each accepted transaction's place in `results`, and what the journal
+    // records of it (a client's only).
     let (mut txs, mut slots) = (Vec::new(), Vec::new());
+    let journal = state.journal.as_ref().filter(|_| origin == Origin::Client);
     for tx in recovered {
         match tx.and_then(|tx| checked(state, tx)) {
             Ok((tx, committed)) => {
-                slots.push(results.len());
+                let entry =
+                    journal.map(|_| Entry { sender: tx.sender, nonce: tx.nonce(), raw: tx.raw.clone() });
+                slots.push((results.len(), entry));
                 results.push(Ok(tx.hash));
                 txs.push(AdmitTx { tx, committed, hold_gaps, from_peer });
             }
@@ -181,12 +220,50 @@ async fn admit_all(
         Ok(()) => rx.await.unwrap_or_else(|_| slots.iter().map(|_| stopped()).collect()),
         Err(_) => slots.iter().map(|_| stopped()).collect(),
     };
-    for (slot, answer) in slots.into_iter().zip(answers) {
-        if let Err(e) = answer {
-            results[slot] = Err(e);
+    let (mut accepted, mut entries) = (Vec::new(), Vec::new());
+    for ((slot, entry), answer) in slots.into_iter().zip(answers) {
+        match answer {
+            Err(e) => results[slot] = Err(e),
+            Ok(()) => {
+                accepted.push(slot);
+                entries.extend(entry);
+            }
+        }
+    }
+    if let Some(journal) = journal {
+        if let Err(cause) = journal.write(entries).await {
+            for slot in accepted {
+                results[slot] = Err(TxError::Journal(cause.clone()));
+            }
         }
     }
     results
+}
+
+/// Journaled transactions handed to the nonce actor in one message while
+/// the journal is offered again: one reply per chunk, and the recovery
+/// queue is waited on rather than flooded.
+const REPLAY_CHUNK: usize = 256;
+
+/// Offers journaled transactions again, in the order they were written,
+/// through the path a client's take (recovery, nonce rules, a nonce gap
+/// held), without journaling them again: they are in the journal already.
+/// Runs at start, before the RPC server opens. Those committed meanwhile are
+/// refused (`nonce too low`) and dropped; every outcome is counted in
+/// `sluice_txjournal_replayed_total{result}`. How many were admitted.
+pub async fn replay_journal(state: &Admission, raws: Vec<Bytes>) -> usize {
+    let mut admitted = 0;
+    for chunk in raws.chunks(REPLAY_CHUNK) {
+        let received = Instant::now();
+        let mut batch = state.recovery.batch();
+        for raw in chunk {
+            batch.submit_waiting(raw.clone()).await;
+        }
+        let results = admit_all(state, batch.wait().await, received, true, Origin::Journal).await;
+        admitted += results.iter().filter(|r| r.is_ok()).count();
+        count(m::TXJOURNAL_REPLAYED, &results);
+    }
+    admitted
 }
 
 /// A recovered transaction with its sender's committed account, or why
@@ -267,6 +344,6 @@ pub async fn admit_from_peer(state: &Admission, raws: Vec<Bytes>) {
     // sends are unreliable): the rest of that sender's transactions
     // would wait for it in the future queue, filling it for everyone.
     // Refused instead; the validator that admitted them proposes them.
-    let results = admit_all(state, batch.wait().await, received, (false, true)).await;
+    let results = admit_all(state, batch.wait().await, received, false, Origin::Peer).await;
     count(m::GOSSIP_ADMITTED, &results);
 }

@@ -18,12 +18,16 @@
 //! - [`metrics`]: metric names and the Prometheus exporter.
 //! - [`faults`]: named failpoints; [`supervise`]: panic containment,
 //!   restarts and escalation to a halt.
+//! - [`journal`], [`journal_writer`]: the pending-transaction journal that
+//!   makes every transaction answered with a hash survive a kill.
 //! - [`replay`]: re-execution of a data dir against its hash vault.
 
 pub mod admission;
 pub mod committer;
 pub mod executor;
 pub mod faults;
+pub mod journal;
+pub mod journal_writer;
 pub mod mailbox;
 pub mod metrics;
 pub mod node;

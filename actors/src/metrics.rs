@@ -165,6 +165,13 @@ pub const STORE_HALTED: &str = "sluice_store_halted";
 /// that failed with an I/O error and were answered with it, without
 /// halting the store (`Store::read_errors`; damage still halts).
 pub const STORE_READ_ERRORS: &str = "sluice_store_read_errors_total";
+/// Bytes in the pending-transaction journal file.
+pub const TXJOURNAL_BYTES: &str = "sluice_txjournal_bytes";
+/// Time of one group commit to the journal (write and `fdatasync`).
+pub const TXJOURNAL_SYNC_SECONDS: &str = "sluice_txjournal_sync_seconds";
+/// Journaled transactions offered again at start, by admission result
+/// (`committed`: already in a block, not offered).
+pub const TXJOURNAL_REPLAYED: &str = "sluice_txjournal_replayed_total";
 /// The prefix of the process metrics (`metrics-process`, the names
 /// Prometheus's client libraries use): `sluice_process_cpu_seconds_total`
 /// (a counter of whole seconds, for `rate()`), `_resident_memory_bytes`,
@@ -214,7 +221,9 @@ fn zeros() {
         metrics::gauge!(gauge).set(0.0);
     }
     let histograms = [BLOCK_TXS, BLOCK_INTERVAL_SECONDS, BLOCK_GAS_USED, EXECUTE_SECONDS, PREPARE_SECONDS];
-    for histogram in histograms.into_iter().chain([COMMIT_SECONDS, STORE_SYNC_SECONDS]) {
+    for histogram in
+        histograms.into_iter().chain([COMMIT_SECONDS, STORE_SYNC_SECONDS, TXJOURNAL_SYNC_SECONDS])
+    {
         let _ = metrics::histogram!(histogram);
     }
     for phase in ["hash", "lookup", "recover"] {
@@ -232,6 +241,8 @@ fn zeros() {
     metrics::counter!(GOSSIP_ADMITTED, "result" => "ok").increment(0);
     metrics::counter!(GOSSIP_ADMITTED, "result" => "committed").increment(0);
     metrics::counter!(GOSSIP_UNSENT).increment(0);
+    metrics::gauge!(TXJOURNAL_BYTES).set(0.0);
+    metrics::counter!(TXJOURNAL_REPLAYED, "result" => "ok").increment(0);
     metrics::counter!(MEMPOOL_PRUNED, "reason" => "included").increment(0);
     let _ = metrics::histogram!(NONCE_RESERVE_SECONDS);
     for phase in ["speculate", "validate", "merge"] {
@@ -303,6 +314,16 @@ fn describe() {
         STORE_SYNC_SECONDS,
         Unit::Seconds,
         "Time to write and sync one block to the database"
+    );
+    describe_gauge!(TXJOURNAL_BYTES, Unit::Bytes, "Bytes in the pending-transaction journal file");
+    describe_histogram!(
+        TXJOURNAL_SYNC_SECONDS,
+        Unit::Seconds,
+        "Time of one group commit to the transaction journal (write and fdatasync)"
+    );
+    describe_counter!(
+        TXJOURNAL_REPLAYED,
+        "Journaled transactions offered again at start, by admission result (committed: already in a block)"
     );
     describe_gauge!(STORE_DB_BYTES, Unit::Bytes, "Size of the database file");
     describe_gauge!(STORE_TABLE_BYTES, Unit::Bytes, "Bytes on disk of each of the store's tables");

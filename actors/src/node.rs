@@ -23,13 +23,15 @@ use sluice_executor::{ExecConfig, OccExecutor};
 use sluice_txpool::{dev_accounts, AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
 
-use sluice_store::{ChainEvents, DurableOptions, Genesis, GenesisAccount, Store, SyncPolicy};
+use sluice_store::{ChainEvents, DurableOptions, Genesis, GenesisAccount, StateReader, Store, SyncPolicy};
 use sluice_txpool::PendingTxs;
 
 use crate::admission::Admission;
 use crate::{
     committer::Committer,
     executor::Executor,
+    journal::{Entry, Journal},
+    journal_writer::{JournalWriter, PendingFilter},
     mailbox::{mailbox, mailbox_indexed, MailboxProbe, MailboxSender},
     metrics as m,
     nonce::{NonceActor, NonceDeps},
@@ -75,6 +77,15 @@ pub enum NodeError {
     /// `faults.failpoints` could not be parsed.
     #[error("faults.failpoints: {0}")]
     Faults(#[from] crate::faults::FaultError),
+    /// The pending-transaction journal could not be opened, rewritten or
+    /// its writer started.
+    #[error("transaction journal {path}: {source}")]
+    Journal {
+        /// The journal file.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// A stage's threads could not be started.
     #[error("cannot start the {stage} threads: {source}")]
     Threads {
@@ -378,13 +389,23 @@ impl Node {
                 .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
         probes.push(recovery_probe);
         let sync = Arc::new(sluice_rpc::sync::SyncStatus::default());
+        let (journal, journaled) = open_journal(&cfg, &store)?;
         let admission = Arc::new(Admission {
             store: Arc::clone(&store),
             nonce: nonce_tx,
             recovery,
             pool: Arc::clone(&counters),
             accepting: AtomicBool::new(true),
+            journal,
         });
+        // Before the RPC server opens: what was answered before a kill is
+        // pending again before anything new arrives (a client resending
+        // it gets `already known`).
+        if !journaled.is_empty() {
+            let offered = journaled.len();
+            let admitted = crate::admission::replay_journal(&admission, journaled).await;
+            tracing::info!(offered, admitted, "transaction journal offered again");
+        }
         let port = ValidatorPort::new(
             producer_tx.clone(),
             prepare_tx,
@@ -456,6 +477,49 @@ impl Node {
             None => Ok(closed?),
         }
     }
+}
+
+/// The journal file in the data dir.
+pub const JOURNAL_FILE: &str = "txjournal";
+
+/// Opens the pending-transaction journal (unless `mempool.journal` is
+/// off) and starts its writer: the writer, and the raw transactions to
+/// offer again, those not committed yet. The committed ones are counted
+/// (`result="committed"`) and compacted away here, so the file holds only
+/// what may still be pending.
+fn open_journal(
+    cfg: &Config,
+    store: &Arc<Store>,
+) -> Result<(Option<JournalWriter>, Vec<alloy_primitives::Bytes>), NodeError> {
+    if !cfg.mempool.journal {
+        return Ok((None, Vec::new()));
+    }
+    let path = cfg.store.data_dir.join(JOURNAL_FILE);
+    let failed = |source| NodeError::Journal { path: path.clone(), source };
+    let (mut journal, entries) = Journal::open(&path).map_err(failed)?;
+    let pending = pending_filter(Arc::clone(store));
+    let total = entries.len();
+    let raws: Vec<_> = entries.into_iter().filter(|e| pending(e)).map(|e| e.raw).collect();
+    if raws.len() < total {
+        metrics::counter!(m::TXJOURNAL_REPLAYED, "result" => "committed")
+            .increment((total - raws.len()) as u64);
+        journal.rewrite(&pending).map_err(failed)?;
+    }
+    let queue = cfg.pipeline.admission_mailbox_msgs;
+    let writer =
+        JournalWriter::start(journal, cfg.mempool.journal_max_bytes, queue, pending).map_err(failed)?;
+    Ok((Some(writer), raws))
+}
+
+/// Whether a journaled transaction may still be pending: its nonce is not
+/// below its sender's committed one. A failed read keeps it (replaying a
+/// committed transaction costs a `nonce too low`; dropping a pending one
+/// loses it).
+fn pending_filter(store: Arc<Store>) -> PendingFilter {
+    Box::new(move |e: &Entry| match store.account(&e.sender) {
+        Ok(Some(account)) => e.nonce >= account.nonce,
+        Ok(None) | Err(_) => true,
+    })
 }
 
 /// Closes the store's file, logging a failure.

@@ -177,6 +177,8 @@ impl Default for Config {
                 future_tx_lifetime_ms: 3 * 3600 * 1000,
                 price_bump_percent: 10,
                 max_tx_size_bytes: 128 * 1024,
+                journal: true,
+                journal_max_bytes: 256 * 1024 * 1024,
             },
             producer: ProducerConfig {
                 block_time_ms: 200,
@@ -319,7 +321,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 57] = [
+        let positive: [(&str, u64); 58] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -371,6 +373,7 @@ impl Config {
             // 0 would drop every held transaction at the next sweep; hold
             // none with mempool.max_future_txs_per_sender = 0 instead.
             ("mempool.future_tx_lifetime_ms", self.mempool.future_tx_lifetime_ms),
+            ("mempool.journal_max_bytes", self.mempool.journal_max_bytes),
             ("producer.block_time_ms", self.producer.block_time_ms),
             ("producer.max_block_txs", self.producer.max_block_txs as u64),
             ("pipeline.admission_mailbox_msgs", self.pipeline.admission_mailbox_msgs as u64),
@@ -396,6 +399,14 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "mempool.max_tx_size_bytes exceeds mempool.max_bytes or producer.max_block_bytes".into(),
             ));
+        }
+        // The journal refuses new transactions while pending ones take half
+        // of it: half must hold at least the largest transaction.
+        if self.mempool.journal_max_bytes / 2 < self.mempool.max_tx_size_bytes as u64 + 64 {
+            return Err(ConfigError::Invalid(format!(
+                "mempool.journal_max_bytes ({}) must hold twice mempool.max_tx_size_bytes ({}) and its record headers",
+                self.mempool.journal_max_bytes, self.mempool.max_tx_size_bytes
+            )));
         }
         // Admitted transactions evicted from the cache before their block is
         // prepared get their senders recovered again on the ordered path.
@@ -744,6 +755,26 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("rpc.trace_filter_max_blocks must be greater than 0"), "{err}");
+    }
+
+    /// The transaction journal is on by default, can be turned off from
+    /// the environment (for measuring), and must hold the largest
+    /// transaction twice (it refuses new ones at half).
+    #[test]
+    fn the_transaction_journal_is_on_and_bounded() {
+        let load = |pairs: &[(&str, &str)]| Config::load(None, env_of(pairs), &Overrides::default());
+        let cfg = load(&[]).unwrap();
+        assert!(cfg.mempool.journal);
+        assert_eq!(cfg.mempool.journal_max_bytes, 256 << 20);
+        let cfg =
+            load(&[("SLUICE_MEMPOOL__JOURNAL", "false"), ("SLUICE_MEMPOOL__JOURNAL_MAX_BYTES", "1048576")])
+                .unwrap();
+        assert!(!cfg.mempool.journal);
+        assert_eq!(cfg.mempool.journal_max_bytes, 1 << 20);
+        let err = load(&[("SLUICE_MEMPOOL__JOURNAL_MAX_BYTES", "0")]).unwrap_err().to_string();
+        assert!(err.contains("mempool.journal_max_bytes must be greater than 0"), "{err}");
+        let err = load(&[("SLUICE_MEMPOOL__JOURNAL_MAX_BYTES", "262144")]).unwrap_err().to_string();
+        assert!(err.contains("must hold twice mempool.max_tx_size_bytes"), "{err}");
     }
 
     /// A full node's windows are bounded (0 would keep everything: that is

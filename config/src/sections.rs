@@ -276,6 +276,15 @@ pub struct MempoolConfig {
     pub price_bump_percent: u64,
     /// Largest raw transaction.
     pub max_tx_size_bytes: usize,
+    /// Whether every transaction answered with its hash is first written
+    /// and synced to the pending-transaction journal (`<data_dir>/txjournal`),
+    /// and the journal offered again at start, so a kill loses none of
+    /// them. Off: answered from memory (faster; for measuring).
+    pub journal: bool,
+    /// The journal's size at which it is rewritten with only the
+    /// transactions still pending; while those alone take more than half
+    /// of it, new transactions are refused (`txpool is full`).
+    pub journal_max_bytes: u64,
 }
 
 /// Block production.

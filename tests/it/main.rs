@@ -8,6 +8,7 @@ mod support;
 
 mod access_lists_and_uncles;
 mod admission_rejections;
+mod answered_transactions_survive_kill9;
 mod backpressure_txpool_full;
 mod block_order_follows_tip_then_arrival;
 mod browser_pages_may_call_the_node;

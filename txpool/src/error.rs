@@ -203,6 +203,12 @@ pub enum TxError {
     /// admitted now could be committed.
     #[error("transaction admission unavailable: store halted: {0}; writes stopped")]
     StoreHalted(String),
+    /// The transaction was accepted but could not be written to the
+    /// pending-transaction journal (the cause), so the node cannot promise
+    /// it survives a crash: not answered with its hash. It may still be
+    /// included.
+    #[error("transaction journal: {0}")]
+    Journal(String),
 }
 
 /// What an overdraft lacks: `queued + cost - balance` (saturating; an
@@ -221,7 +227,7 @@ impl TxError {
     pub fn rpc_code(&self) -> i64 {
         match self {
             TxError::TxPoolFull => -32003,
-            TxError::Unavailable(_) | TxError::StoreHalted(_) => -32603,
+            TxError::Unavailable(_) | TxError::StoreHalted(_) | TxError::Journal(_) => -32603,
             _ => -32000,
         }
     }
@@ -254,6 +260,7 @@ impl TxError {
             TxError::InsufficientFunds { .. } | TxError::Overdraft { .. } => "insufficient_funds",
             TxError::SenderNotEoa(_) => "sender_not_eoa",
             TxError::Unavailable(_) | TxError::StoreHalted(_) => "unavailable",
+            TxError::Journal(_) => "journal",
         }
     }
 }
@@ -309,6 +316,11 @@ mod tests {
     fn only_a_full_pool_uses_the_rejected_code() {
         assert_eq!(TxError::TxPoolFull.rpc_code(), -32003);
         assert_eq!(TxError::TxPoolFull.outcome(), "txpool_full");
+        let journal = TxError::Journal("No space left on device".into());
+        assert_eq!(
+            (journal.rpc_code(), journal.to_string()),
+            (-32603, "transaction journal: No space left on device".into())
+        );
         assert_eq!(TxError::TrailingBytes.rpc_code(), -32000);
         assert_eq!(TxError::InvalidSender.rpc_code(), -32000);
         let overdraft = TxError::Overdraft { balance: U256::ZERO, queued: U256::ZERO, cost: U256::from(1) };

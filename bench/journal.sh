@@ -44,18 +44,22 @@ for round in $(seq 1 "$ROUNDS"); do
     for journal in false true; do
         run="r$round-journal-$journal"
         echo "=== $run ===" >&2
+        # A fresh node (and data dir) per load: both use the genesis's
+        # senders from nonce 0.
         start "$journal"
         "$SLUICE" load --url "$URL" --label "$run-latency" --accounts "$ACCOUNTS" --seed 1 \
             --tps "$RATE" --duration-s "$DURATION_S" --batch 1 --connections "$CONNECTIONS" \
             --drain-timeout-s 30 --node-pid "$NODE_PID" --metrics-url "$MURL" \
             --json "$OUT/$run-latency.json" 2>"$OUT/$run-latency.progress.log" >"$OUT/$run-latency.txt"
-        # Other senders (seed 2): the latency run's nonces are used up.
-        "$SLUICE" load --url "$URL" --label "$run-throughput" --accounts "$ACCOUNTS" --seed 2 \
+        curl -sf "$MURL" | grep '^sluice_txjournal' >"$OUT/$run-latency.txjournal.metrics" || true
+        stop_node
+        start "$journal"
+        "$SLUICE" load --url "$URL" --label "$run-throughput" --accounts "$ACCOUNTS" --seed 1 \
             --count "$COUNT" --batch 100 --connections 4 --drain-timeout-s 30 \
             --node-pid "$NODE_PID" --metrics-url "$MURL" \
             --json "$OUT/$run-throughput.json" 2>"$OUT/$run-throughput.progress.log" \
-            >"$OUT/$run-throughput.txt" || true
-        curl -sf "$MURL" | grep '^sluice_txjournal' >"$OUT/$run.txjournal.metrics" || true
+            >"$OUT/$run-throughput.txt"
+        curl -sf "$MURL" | grep '^sluice_txjournal' >"$OUT/$run-throughput.txjournal.metrics" || true
         stop_node
     done
 done

@@ -72,6 +72,10 @@ impl Backend for ActorBackend {
     fn finalized(&self, height: u64) {
         self.0.finalized(height);
     }
+
+    fn publish_finalized(&self, item: sluice_consensus::FinalizedItem) {
+        self.0.publish_finalized(item);
+    }
 }
 
 /// The shared rules this node's config implies.

@@ -406,13 +406,6 @@ impl Node {
             let admitted = crate::admission::replay_journal(&admission, journaled).await;
             tracing::info!(offered, admitted, "transaction journal offered again");
         }
-        let port = ValidatorPort::new(
-            producer_tx.clone(),
-            prepare_tx,
-            chain_events.heads(),
-            Arc::clone(&store),
-            Peers { outbound: peers_rx, admission: Arc::clone(&admission), sync: Arc::clone(&sync) },
-        );
         let pipeline = Arc::clone(&admission) as Arc<dyn sluice_rpc::Pipeline>;
         let rpc = Arc::new(sluice_rpc::RpcState {
             pending,
@@ -423,9 +416,22 @@ impl Node {
                 rules,
                 exec,
                 cfg.rpc.clone(),
-                chain_events,
+                chain_events.clone(),
             )
         });
+        let peers = Peers {
+            outbound: peers_rx,
+            admission: Arc::clone(&admission),
+            sync: Arc::clone(&sync),
+            finalized: Arc::clone(&rpc.finalized),
+        };
+        let port = ValidatorPort::new(
+            producer_tx.clone(),
+            prepare_tx,
+            chain_events.heads(),
+            Arc::clone(&store),
+            peers,
+        );
         let (rpc_addr, server) = sluice_rpc::server::start(Arc::clone(&rpc))
             .map_err(|source| NodeError::Bind { addr: cfg.rpc.addr, source })?;
         spawn_sampler(probes, counters, Arc::clone(&store), Arc::clone(&rpc.pending));

@@ -52,6 +52,8 @@ pub(crate) struct Peers {
     pub(crate) admission: Arc<Admission>,
     /// Where `eth_syncing` learns how far consensus has finalized.
     pub(crate) sync: Arc<sluice_rpc::sync::SyncStatus>,
+    /// The finalized-block feed RPC serves.
+    pub(crate) finalized: Arc<sluice_rpc::finalized::FinalizedFeed>,
 }
 
 impl std::fmt::Debug for ValidatorPort {
@@ -107,6 +109,12 @@ impl ValidatorPort {
     /// Consensus has seen blocks finalized up to `height`.
     pub fn finalized(&self, height: u64) {
         self.peers.sync.finalized(height);
+    }
+
+    /// Publishes a finalized block with its certificate on the feed RPC
+    /// serves (`consensus_subscribe`, `consensus_getFinalized`).
+    pub fn publish_finalized(&self, item: sluice_messages::FinalizedItem) {
+        self.peers.finalized.publish(item);
     }
 
     /// Admits transactions another validator sent, in order, as this

@@ -146,6 +146,8 @@ impl Default for Config {
                 ws_ping_interval_ms: 30_000,
                 cors_origins: "*".into(),
                 pending_feed_txs: 8192,
+                finalized_feed_blocks: 1024,
+                finalized_feed_max_subscribers: 16,
                 send_sync_timeout_ms: 2_000,
                 send_sync_max_timeout_ms: 60_000,
                 max_filters: 1024,
@@ -163,7 +165,7 @@ impl Default for Config {
                 call_workers_nice: 10,
                 call_workers_sched_idle: false,
                 batch_timeout_ms: 25_000,
-                apis: "eth,net,web3,txpool,debug,trace,ots,erigon".into(),
+                apis: "eth,net,web3,txpool,debug,trace,ots,erigon,consensus".into(),
                 allow_unsafe_public_bind: false,
             },
             metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
@@ -321,7 +323,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 58] = [
+        let positive: [(&str, u64); 59] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -346,6 +348,7 @@ impl Config {
             ("rpc.trace_filter_max_blocks", self.rpc.trace_filter_max_blocks),
             ("rpc.send_sync_timeout_ms", self.rpc.send_sync_timeout_ms),
             ("rpc.pending_feed_txs", self.rpc.pending_feed_txs as u64),
+            ("rpc.finalized_feed_blocks", self.rpc.finalized_feed_blocks as u64),
             ("rpc.send_sync_max_timeout_ms", self.rpc.send_sync_max_timeout_ms),
             ("rpc.ws_max_subscriptions_per_connection", self.rpc.ws_max_subscriptions_per_connection as u64),
             ("rpc.ws_max_lag_blocks", self.rpc.ws_max_lag_blocks),

@@ -136,6 +136,13 @@ pub struct RpcConfig {
     /// filters and `newPendingTransactions` subscribers to read; one that
     /// falls further behind loses what it missed.
     pub pending_feed_txs: usize,
+    /// Finalized blocks (with their certificates) the finalized-block feed
+    /// keeps for `consensus_getFinalized` and for subscribers resuming from
+    /// a height (network mode only).
+    pub finalized_feed_blocks: usize,
+    /// `consensus_subscribe(["finalized"])` subscribers at once, across
+    /// connections; past it: -32005. Each costs a block's bytes per block.
+    pub finalized_feed_max_subscribers: usize,
     /// `eth_sendRawTransactionSync` waits this long for the receipt when
     /// the call names no timeout (EIP-7966 recommends 2 s).
     pub send_sync_timeout_ms: u64,

@@ -5,7 +5,7 @@
 use std::{future::Future, sync::Arc};
 
 use alloy_primitives::{map::B256Set, Bytes, B256};
-pub use sluice_messages::{Built, OnCommit, Parent, PipelineClosed};
+pub use sluice_messages::{Built, FinalizedItem, OnCommit, Parent, PipelineClosed};
 use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
 use tokio::sync::watch;
 
@@ -65,4 +65,8 @@ pub trait Backend: Clone + Send + Sync + 'static {
     /// Consensus has seen blocks finalized up to `height` (this node may
     /// not have committed them yet: `eth_syncing` reports the gap).
     fn finalized(&self, height: u64);
+    /// A finalized block and its certificate, in height order, as marshal
+    /// delivers it (before execution): for the node's finalized-block feed
+    /// (`consensus_subscribe`, `consensus_getFinalized`). Must not block.
+    fn publish_finalized(&self, item: FinalizedItem);
 }

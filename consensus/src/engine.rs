@@ -138,6 +138,10 @@ pub(crate) struct Setup<B: Backend> {
     /// for the messages and the archive-size metric; `None` in the
     /// simulation's in-memory storage.
     pub(crate) storage_dir: Option<PathBuf>,
+    /// Publish finalized blocks with their certificates to the node's
+    /// feed ([`crate::feed`]). Off in the simulation, whose pipeline
+    /// serves no RPC (and whose schedules an extra task would change).
+    pub(crate) publish_feed: bool,
 }
 
 /// The six channels a validator uses, each a (sender, receiver) pair.
@@ -365,6 +369,12 @@ where
     let sink =
         Sink { tx, finalized: Arc::clone(&tip), backend: setup.backend.clone(), catching_up: Arc::default() };
     let processed = floor.processed().map_or(0, |p| p.height().get());
+    let feed = setup.publish_feed.then(|| {
+        let (tx, rx) = flume::bounded(crate::feed::PUBLISH_QUEUE);
+        let (marshal, backend) = (marshal.clone(), setup.backend.clone());
+        handles.push(ctx.child("feed_publisher").spawn(move |_| crate::feed::publish(rx, marshal, backend)));
+        tx
+    });
     {
         let (backend, proposals, marshal) = (setup.backend.clone(), Arc::clone(&proposals), marshal.clone());
         let fetch = move |h: u64| {
@@ -377,7 +387,8 @@ where
             }
         };
         handles.push(
-            ctx.child("forwarder").spawn(move |_| sink::forward(rx, backend, proposals, processed, fetch)),
+            ctx.child("forwarder")
+                .spawn(move |_| sink::forward(rx, backend, proposals, processed, fetch, feed)),
         );
     }
     handles.push(marshal_actor.start(sink, buffer, resolver));

@@ -26,6 +26,7 @@ pub mod backend;
 mod behind;
 pub mod block;
 mod engine;
+mod feed;
 mod follower;
 mod gossip;
 pub mod liveness;
@@ -39,7 +40,7 @@ mod sink;
 pub mod testnet;
 pub mod validators;
 
-pub use backend::{Backend, BuildRequest, Built, OnCommit, Parent, PipelineClosed};
+pub use backend::{Backend, BuildRequest, Built, FinalizedItem, OnCommit, Parent, PipelineClosed};
 pub use engine::{EngineError, Timeouts};
 pub use gossip::{BatchError, GossipLimits};
 pub use rules::Rules;

@@ -59,6 +59,10 @@ pub const ARCHIVE_OLDEST_HEIGHT: &str = "sluice_consensus_archive_oldest_height"
 /// and newer than any before; older ones are not counted), `forged` (did
 /// not verify: the sender is blocked).
 pub const FOLLOWER_FINALIZATIONS: &str = "sluice_follower_finalizations_total";
+/// Finalized blocks left off this node's finalized-block feed, by
+/// `reason`: `queue_full` (the publisher fell behind the forwarder),
+/// `no_certificate` (marshal had none for the height).
+pub const FEED_UNPUBLISHED: &str = "sluice_feed_unpublished_total";
 /// Highest height whose app hash a finalized reference confirmed.
 pub const VERIFIED_HEIGHT: &str = "sluice_verified_height";
 
@@ -126,6 +130,10 @@ pub fn describe() {
     metrics::describe_counter!(FOLLOWER_FINALIZATIONS, "Finalizations a follower received, by outcome");
     for outcome in ["accepted", "forged"] {
         metrics::counter!(FOLLOWER_FINALIZATIONS, "outcome" => outcome).increment(0);
+    }
+    metrics::describe_counter!(FEED_UNPUBLISHED, "Finalized blocks left off the feed, by reason");
+    for reason in ["queue_full", "no_certificate"] {
+        metrics::counter!(FEED_UNPUBLISHED, "reason" => reason).increment(0);
     }
     // Registered without an observation: count 0 from the first scrape.
     let _ = metrics::histogram!(FINALIZE_SECONDS);

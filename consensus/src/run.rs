@@ -298,6 +298,7 @@ async fn run<B: Backend>(
         )
         .map_err(|e| fail(ConsensusError::Config(format!("consensus archives' section size: {e}"))))?,
         storage_dir: Some(cfg.storage_dir.clone()),
+        publish_feed: true,
     };
     let role = if cfg.follow { Role::Follower } else { Role::Validator };
     let mut handles = engine::start(ctx.child("node"), setup, channels, oracle.clone(), oracle, role)

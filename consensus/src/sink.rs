@@ -96,12 +96,15 @@ impl<B: Backend> Reporter for Sink<B> {
 /// blocks marshal had processed (acknowledged) that the store lost (a
 /// crash after the acknowledgement, or grouped syncs) are fed again, read
 /// from marshal's archive by `fetch`.
+/// Each block marshal delivers is also offered to `feed` (when the node
+/// serves the finalized-block feed), without waiting.
 pub(crate) async fn forward<B, F, Fut>(
     rx: flume::Receiver<Finalized>,
     backend: B,
     proposals: Arc<Mutex<OwnProposals>>,
     processed: u64,
     fetch: F,
+    feed: Option<flume::Sender<Arc<sluice_messages::SealedBlock>>>,
 ) where
     B: Backend,
     F: Fn(u64) -> Fut,
@@ -139,6 +142,11 @@ pub(crate) async fn forward<B, F, Fut>(
         }
         if let Some(state_ref) = block.header.state_ref {
             metrics::gauge!(m::VERIFIED_HEIGHT).set(state_ref.height as f64);
+        }
+        if let Some(feed) = &feed {
+            if feed.try_send(Arc::clone(&block)).is_err() {
+                metrics::counter!(m::FEED_UNPUBLISHED, "reason" => "queue_full").increment(1);
+            }
         }
         match backend.committed_block(number) {
             Some((mine, _)) if mine == hash => {

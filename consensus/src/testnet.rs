@@ -279,7 +279,7 @@ fn node_config(
     if node.follower {
         let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"", v.rpc_addr);
     } else {
-        let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"\napis = \"eth,net,web3,txpool\"", v.rpc_addr);
+        let _ = writeln!(s, "\n[rpc]\naddr = \"{}\"\napis = \"eth,net,web3,txpool,consensus\"", v.rpc_addr);
     }
     // Reachable from other hosts: the node refuses CORS "*" there (any web
     // page could drive it), and the public mnemonic's accounts unless told.

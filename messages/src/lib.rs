@@ -30,7 +30,7 @@ pub mod wire;
 
 pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock, StateRef};
 pub use changes::{AccountChange, ChangeSet, CodeChange};
-pub use proposal::{Built, OnCommit, Parent, PipelineClosed};
+pub use proposal::{Built, FinalizedItem, OnCommit, Parent, PipelineClosed};
 pub use receipt::{Log, LogCriteria, Receipt};
 pub use spec::Spec;
 pub use synthetic::synthetic_address;

@@ -29,6 +29,21 @@ pub struct Built {
     pub txs: Vec<RecoveredTx>,
 }
 
+/// A finalized block with its finalization certificate, as consensus
+/// encodes both: what every node serves on its finalized-block feed, so
+/// that a follower can check the certificate against the validator set and
+/// the block against the certificate without trusting the node that served
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalizedItem {
+    /// The block's height.
+    pub height: u64,
+    /// The finalization certificate (consensus's encoding).
+    pub finalization: alloy_primitives::Bytes,
+    /// The block (consensus's encoding).
+    pub block: alloy_primitives::Bytes,
+}
+
 /// Called once, when a delivered block is committed by the store and
 /// published (durable per the sync policy, served by RPC).
 pub type OnCommit = Box<dyn FnOnce() + Send>;

@@ -26,6 +26,9 @@ const METHODS: &[&str] = &[
     "web3_clientVersion",
     "web3_sha3",
     "eth_syncing",
+    "consensus_getFinalized",
+    "consensus_subscribe",
+    "consensus_unsubscribe",
     "eth_mining",
     "eth_accounts",
     "eth_coinbase",
@@ -109,6 +112,13 @@ pub async fn dispatch(
         "web3_clientVersion" => Ok(json!(format!("sluice/v{}/rust", env!("CARGO_PKG_VERSION")))),
         "web3_sha3" => Ok(json!(sluice_messages::keccak256(&p.bytes(0)?))),
         "eth_syncing" => Ok(s.sync.answer(s.store.head())),
+        "consensus_getFinalized" => {
+            let height = match p.req(0)? {
+                Value::String(tag) if tag == "latest" => s.finalized.latest(),
+                _ => p.u64(0)?,
+            };
+            Ok(s.finalized.get(height).map_or(Value::Null, |item| super::finalized::item_json(&item)))
+        }
         "eth_mining" => Ok(Value::Bool(false)),
         "eth_accounts" => Ok(json!([])),
         "eth_coinbase" => Ok(json!(s.store.head_block().block.header.coinbase)),

@@ -19,6 +19,7 @@ pub mod error;
 pub mod eth;
 pub mod eth_config;
 pub mod filters;
+pub mod finalized;
 pub mod format;
 pub mod framing;
 pub(crate) mod http;
@@ -76,6 +77,9 @@ pub struct RpcState {
     pub sync: Arc<sync::SyncStatus>,
     /// The threads that run calls executing the EVM for a caller.
     pub calls: Arc<pool::CallPool>,
+    /// The finalized-block feed (a network's nodes publish to it; a single
+    /// node's stays empty).
+    pub finalized: Arc<finalized::FinalizedFeed>,
 }
 
 /// The priority fee `eth_maxPriorityFeePerGas` suggests (wei): 1 gwei.
@@ -97,6 +101,10 @@ impl RpcState {
     ) -> RpcState {
         RpcState {
             filters: filters::Filters::new(&limits),
+            finalized: Arc::new(finalized::FinalizedFeed::new(
+                limits.finalized_feed_blocks,
+                limits.finalized_feed_max_subscribers,
+            )),
             calls: Arc::new(pool::CallPool::new(
                 limits.call_workers(),
                 limits.call_queue_calls,

@@ -3,7 +3,9 @@
 //! through the same framing and limits as HTTP (`framing::respond`, then
 //! [`eth::dispatch`](super::eth::dispatch)) and serves `eth_subscribe` /
 //! `eth_unsubscribe` for `newHeads`, `logs` and `newPendingTransactions`, as
-//! geth does (the last from the pending feed, `sluice_store::PendingFeed`).
+//! geth does (the last from the pending feed, `sluice_store::PendingFeed`),
+//! and `consensus_subscribe(["finalized", from?])`, the finalized-block
+//! feed followers follow ([`crate::finalized`]).
 //!
 //! Built on `actix-ws`, not `actix-web-actors` (deprecated): a connection is
 //! one async task that owns its session, so every queue and timeout is
@@ -181,7 +183,11 @@ pub(crate) async fn get(
         .aggregate_continuations()
         .max_continuation_size(limits.max_request_body_bytes);
     let send_timeout = Duration::from_millis(limits.ws_send_timeout_ms);
-    let subs = Subscriptions { list: Vec::new(), limit: limits.ws_max_subscriptions_per_connection };
+    let subs = Subscriptions {
+        list: Vec::new(),
+        limit: limits.ws_max_subscriptions_per_connection,
+        feed_limit: limits.finalized_feed_max_subscribers,
+    };
     let state = state.into_inner();
     let connection =
         Connection { delivered: *state.events.heads().borrow(), send_timeout, subs, state, client };
@@ -234,6 +240,11 @@ enum Kind {
         /// Whole transactions rather than hashes.
         full: bool,
     },
+    /// Every finalized block with its certificate
+    /// (`consensus_subscribe(["finalized", from?])`, see
+    /// [`crate::finalized`]), from the height in `cursor`; holds one of the
+    /// feed's subscriber slots.
+    Finalized(#[allow(dead_code)] crate::finalized::Subscriber),
 }
 
 /// One `eth_subscribe`.
@@ -245,7 +256,8 @@ struct Subscription {
     /// The first block it reports: the one after the head when it was made
     /// (`u64::MAX` for pending transactions, which follow `cursor`).
     first_block: u64,
-    /// Pending transactions: the next feed sequence number to send.
+    /// Pending transactions: the next feed sequence number to send; the
+    /// finalized feed: the next height.
     cursor: u64,
 }
 
@@ -254,6 +266,8 @@ struct Subscriptions {
     list: Vec<Subscription>,
     /// `rpc.ws_max_subscriptions_per_connection`.
     limit: usize,
+    /// `rpc.finalized_feed_max_subscribers` (for the message).
+    feed_limit: usize,
 }
 
 impl Subscriptions {
@@ -298,6 +312,50 @@ impl Subscriptions {
             _ => head + 1,
         };
         self.list.push(Subscription { id: id.clone(), kind, first_block, cursor: pending });
+        metrics::gauge!(WS_SUBSCRIPTIONS).increment(1.0);
+        Ok(Value::String(id))
+    }
+
+    /// `consensus_subscribe`: `["finalized"]` (from the next finalized
+    /// block) or `["finalized", from]` (from height `from`, if the feed
+    /// still keeps it: a follower resuming after its committed head).
+    fn subscribe_finalized(
+        &mut self,
+        params: Option<&Value>,
+        feed: &Arc<crate::finalized::FinalizedFeed>,
+    ) -> Result<Value, RpcError> {
+        let p = Params::new(params)?;
+        let name =
+            p.req(0)?.as_str().ok_or_else(|| RpcError::invalid_arg(0, "expected a subscription name"))?;
+        if name != "finalized" {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("no \"{name}\" subscription in consensus namespace"),
+            ));
+        }
+        let from = p.opt(1).map(|_| p.u64(1)).transpose()?.unwrap_or(feed.latest() + 1);
+        if self.list.len() >= self.limit {
+            return Err(RpcError::new(
+                LIMIT_EXCEEDED,
+                format!("too many subscriptions on this connection: limit {}", self.limit),
+            ));
+        }
+        let slot = feed.subscribe().ok_or_else(|| {
+            RpcError::new(
+                LIMIT_EXCEEDED,
+                format!(
+                    "too many finalized-feed subscribers: limit {} (rpc.finalized_feed_max_subscribers)",
+                    self.feed_limit
+                ),
+            )
+        })?;
+        let id = subscription_id();
+        self.list.push(Subscription {
+            id: id.clone(),
+            kind: Kind::Finalized(slot),
+            first_block: u64::MAX,
+            cursor: from,
+        });
         metrics::gauge!(WS_SUBSCRIPTIONS).increment(1.0);
         Ok(Value::String(id))
     }
@@ -363,6 +421,7 @@ impl Connection {
         let mut heads = self.state.events.heads();
         let mut closing = self.state.events.closing();
         let mut admitted = self.state.events.pending().watch();
+        let mut finalized = self.state.finalized.heads();
         let interval = Duration::from_millis(self.state.limits.ws_ping_interval_ms);
         let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -398,6 +457,14 @@ impl Connection {
                         break End::Shutdown;
                     }
                     if let Err(end) = self.deliver_pending(&mut session).await {
+                        break end;
+                    }
+                }
+                changed = finalized.changed() => {
+                    if changed.is_err() {
+                        break End::Shutdown;
+                    }
+                    if let Err(end) = self.deliver_finalized(&mut session).await {
                         break end;
                     }
                 }
@@ -446,6 +513,10 @@ impl Connection {
                 Some(subs.subscribe(params, (state.store.head(), state.events.pending().next_seq())))
             }
             "eth_unsubscribe" => Some(subs.unsubscribe(params)),
+            "consensus_subscribe" if state.limits.serves(method) => {
+                Some(subs.subscribe_finalized(params, &state.finalized))
+            }
+            "consensus_unsubscribe" if state.limits.serves(method) => Some(subs.unsubscribe(params)),
             _ => None,
         };
         let Some(reply) = framing::respond(&self.state, body, &mut local, self.client).await else {
@@ -488,6 +559,34 @@ impl Connection {
         Ok(())
     }
 
+    /// Sends each finalized-feed subscription every item from its cursor to
+    /// the newest. One whose next item the feed no longer keeps (it fell
+    /// more than `rpc.finalized_feed_blocks` behind, or asked for an older
+    /// one) is dropped as lagging: it would miss blocks.
+    async fn deliver_finalized(&mut self, session: &mut Session) -> Result<(), End> {
+        let feed = Arc::clone(&self.state.finalized);
+        for sub in self.subs.list.iter_mut() {
+            let Kind::Finalized(_) = sub.kind else { continue };
+            while sub.cursor <= feed.latest() {
+                let Some(item) = feed.get(sub.cursor) else {
+                    if feed.oldest().is_some_and(|oldest| sub.cursor < oldest) {
+                        return Err(End::Lagging);
+                    }
+                    break;
+                };
+                let note = format!(
+                    r#"{{"jsonrpc":"2.0","method":"consensus_subscription","params":{{"subscription":"{}","result":{}}}}}"#,
+                    sub.id,
+                    crate::finalized::item_json(&item)
+                );
+                timed(self.send_timeout, session.text(note)).await?;
+                metrics::counter!(WS_NOTIFICATIONS).increment(1);
+                sub.cursor += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Sends the notifications of every block committed since the last
     /// call, in order, checking the lag before each.
     async fn deliver(&mut self, session: &mut Session, heads: &mut watch::Receiver<u64>) -> Result<(), End> {
@@ -516,7 +615,7 @@ impl Connection {
                             pace.send(session, &sub.id, &format::log(&entry).to_string()).await?;
                         }
                     }
-                    Kind::NewPendingTransactions { .. } => {}
+                    Kind::NewPendingTransactions { .. } | Kind::Finalized(_) => {}
                 }
             }
             self.delivered = number;
@@ -622,7 +721,7 @@ mod tests {
 
     #[test]
     fn subscription_limit_and_unsubscribe() {
-        let mut subs = Subscriptions { list: Vec::new(), limit: 2 };
+        let mut subs = Subscriptions { list: Vec::new(), limit: 2, feed_limit: 1 };
         let heads = serde_json::json!(["newHeads"]);
         let id = subs.subscribe(Some(&heads), (5, 0)).unwrap_or_default();
         assert!(subs.subscribe(Some(&serde_json::json!(["logs", {"address": []}])), (5, 0)).is_ok());

@@ -4,11 +4,13 @@
 //! and `stateRoot` at every height), takes transfers from its own clients
 //! and gets them included (receipt on the follower and on a validator),
 //! catches up after a SIGKILL, and a follower given a validator's key is
-//! refused at start.
+//! refused at start. Validators and followers serve the finalized-block
+//! feed (by height and as a bounded subscription).
 
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
+use serde_json::json;
 
 use crate::{
     support::*,
@@ -16,6 +18,7 @@ use crate::{
         block_ids, height, receipt_within, start_validator, testnet_init, transfers, wait_height,
         wait_network_up,
     },
+    ws_client::Ws,
 };
 
 #[test]
@@ -23,7 +26,13 @@ fn a_follower_executes_the_chain_and_forwards_writes() {
     let dir = std::env::temp_dir().join(format!("sluice-net-follow-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let configs = testnet_init(&dir, 4, &["--followers", "1"]);
-    let mut validators: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    // v1's finalized-block feed takes one subscriber.
+    let one = [("SLUICE_RPC__FINALIZED_FEED_MAX_SUBSCRIBERS", "1")];
+    let mut validators: Vec<TestNode> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| start_validator(c, if i == 1 { &one } else { &[] }))
+        .collect();
     let mut follower = start_validator(&dir.join("f0").join("sluice.toml"), &[]);
     wait_network_up(&validators);
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -57,6 +66,36 @@ fn a_follower_executes_the_chain_and_forwards_writes() {
         follower.metric("sluice_follower_finalizations_total{outcome=\"accepted\"}").unwrap_or(0.0) > 0.0
     );
     assert_eq!(follower.metric("sluice_follower_finalizations_total{outcome=\"forged\"}"), Some(0.0));
+
+    // The finalized-block feed, served by validators and followers alike:
+    // by height, and as a subscription from a height, in order.
+    let latest = validators[0].ok("consensus_getFinalized", json!(["latest"]));
+    let h = parse_u64(&latest["height"]);
+    assert!(h > 0, "{latest}");
+    assert_eq!(validators[0].ok("consensus_getFinalized", json!([latest["height"]])), latest);
+    for part in ["finalization", "block"] {
+        assert!(latest[part].as_str().is_some_and(|b| b.len() > 64), "{part}: {latest}");
+    }
+    let from = parse_u64(&follower.ok("consensus_getFinalized", json!(["latest"]))["height"]) - 1;
+    let mut ws = Ws::connect(&follower);
+    let id = ws.call("consensus_subscribe", json!(["finalized", format!("{from:#x}")])).expect("subscribed");
+    transfers(&validators[0], 0, 2);
+    for expected in from..from + 3 {
+        let (sub, item) = ws.next_note(Duration::from_secs(30)).expect("a finalized block");
+        assert_eq!(json!(sub), id);
+        assert_eq!(parse_u64(&item["height"]), expected, "{item}");
+        assert_eq!(
+            item,
+            follower.ok("consensus_getFinalized", json!([item["height"]])),
+            "as the getter has it"
+        );
+    }
+    // Bounded: v1 takes one subscriber.
+    let mut first = Ws::connect(&validators[1]);
+    first.call("consensus_subscribe", json!(["finalized"])).expect("the one slot");
+    let refused = Ws::connect(&validators[1]).call("consensus_subscribe", json!(["finalized"])).unwrap_err();
+    assert_eq!(refused["code"], -32005, "{refused}");
+    drop(first);
 
     // Killed, the chain goes on without it; restarted, it catches up.
     follower.kill9();

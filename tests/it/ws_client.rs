@@ -121,7 +121,10 @@ impl Ws {
             let left = deadline.checked_duration_since(Instant::now())?;
             self.set_read_timeout(left.max(Duration::from_millis(1)));
             match self.read_json() {
-                Some(v) if v.get("method") == Some(&json!("eth_subscription")) => self.notes.push_back(v),
+                // eth_subscription, or consensus_subscription (the feed).
+                Some(v) if v["method"].as_str().is_some_and(|m| m.ends_with("_subscription")) => {
+                    self.notes.push_back(v)
+                }
                 Some(v) => panic!("unexpected answer {v}"),
                 None => {}
             }

@@ -405,6 +405,8 @@ impl Backend for SimBackend {
     }
 
     fn finalized(&self, _height: u64) {}
+
+    fn publish_finalized(&self, _item: crate::backend::FinalizedItem) {}
 }
 
 /// The simulated network of `n` validators.
@@ -558,6 +560,7 @@ impl Sim {
             archive_retention_blocks: self.archive_retention,
             archive_items_per_section: ARCHIVE_SECTION,
             storage_dir: None,
+            publish_feed: false,
         };
         let (manager, blocker) = (self.oracle.manager(), control.clone());
         let role =

@@ -158,9 +158,12 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         );
     }
     // A port in use is said here, clearly, rather than by the p2p stack.
-    std::net::TcpListener::bind(c.p2p_listen).with_context(|| {
-        format!("cannot listen for validators on {} (consensus.p2p_listen)", c.p2p_listen)
-    })?;
+    // A follower over the feed has no p2p.
+    if !follow || cfg.follower.upstream_list().is_empty() {
+        std::net::TcpListener::bind(c.p2p_listen).with_context(|| {
+            format!("cannot listen for validators on {} (consensus.p2p_listen)", c.p2p_listen)
+        })?;
+    }
     let mode = if follow { "follower mode" } else { "validator mode" };
     tracing::info!(node = %name, validators = set.validator.len(), followers = followers.len(), set = %set_hash, "{mode}");
     let consensus = ValidatorConfig {
@@ -203,6 +206,7 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         archive_retention_blocks: std::num::NonZeroU64::new(cfg.store.kept_blocks()),
         follow,
         followers,
+        upstreams: if follow { cfg.follower.upstream_list() } else { Vec::new() },
         set,
     };
     Ok(Prepared { consensus, network: format!("validators:{set_hash}") })

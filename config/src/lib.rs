@@ -248,7 +248,7 @@ impl Default for Config {
                 gossip_batch_max_bytes: 1 << 20,
                 gossip_queue_txs: 20_000,
             },
-            follower: FollowerConfig { enabled: false },
+            follower: FollowerConfig { enabled: false, upstreams: String::new() },
         }
     }
 }
@@ -572,6 +572,11 @@ impl Config {
                  follower verifies"
                     .into(),
             ));
+        }
+        if let Some(bad) = self.follower.upstream_list().into_iter().find(|u| !u.starts_with("ws://")) {
+            return Err(ConfigError::Invalid(format!(
+                "follower.upstreams: {bad:?} is not a ws:// URL (a node's JSON-RPC address, as ws://host:port)"
+            )));
         }
         if !self.in_network() {
             return Ok(());
@@ -958,8 +963,16 @@ mod tests {
         ];
         let cfg = Config::load(None, env.clone(), &follow).unwrap();
         assert!(cfg.is_follower() && cfg.in_network() && !cfg.is_validator());
-        let cfg = Config::load(None, env, &Overrides::default()).unwrap();
+        let cfg = Config::load(None, env.clone(), &Overrides::default()).unwrap();
         assert!(cfg.is_validator() && !cfg.is_follower());
+        let mut upstreams = env.clone();
+        upstreams
+            .push(("SLUICE_FOLLOWER__UPSTREAMS".into(), "ws://10.0.0.1:8545, ws://10.0.0.2:8545".into()));
+        let cfg = Config::load(None, upstreams.clone(), &follow).unwrap();
+        assert_eq!(cfg.follower.upstream_list(), ["ws://10.0.0.1:8545", "ws://10.0.0.2:8545"]);
+        upstreams.push(("SLUICE_FOLLOWER__UPSTREAMS".into(), "http://10.0.0.1:8545".into()));
+        let err = Config::load(None, upstreams, &follow).unwrap_err();
+        assert!(err.to_string().contains("not a ws:// URL"), "{err}");
     }
 
     #[test]

@@ -434,6 +434,18 @@ pub struct FollowerConfig {
     /// own key) and `consensus.p2p_listen`; the validators list the
     /// follower in their `consensus.followers_file`.
     pub enabled: bool,
+    /// Follow over the finalized-block feed of these nodes instead of p2p:
+    /// comma-separated WebSocket URLs (`ws://host:port`) of validators or
+    /// followers serving `consensus_subscribe`, tried in turn with backoff.
+    /// Empty: a p2p secondary peer of the validators.
+    pub upstreams: String,
+}
+
+impl FollowerConfig {
+    /// The upstream URLs, in order.
+    pub fn upstream_list(&self) -> Vec<String> {
+        self.upstreams.split(',').map(str::trim).filter(|u| !u.is_empty()).map(String::from).collect()
+    }
 }
 
 /// Running as one of N validators (empty `validators_file`: a single node,

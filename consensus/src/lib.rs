@@ -38,6 +38,7 @@ pub mod run;
 mod sim;
 mod sink;
 pub mod testnet;
+mod upstream;
 pub mod validators;
 
 pub use backend::{Backend, BuildRequest, Built, FinalizedItem, OnCommit, Parent, PipelineClosed};

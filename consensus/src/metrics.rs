@@ -63,6 +63,13 @@ pub const FOLLOWER_FINALIZATIONS: &str = "sluice_follower_finalizations_total";
 /// `reason`: `queue_full` (the publisher fell behind the forwarder),
 /// `no_certificate` (marshal had none for the height).
 pub const FEED_UNPUBLISHED: &str = "sluice_feed_unpublished_total";
+/// Upstream feed connections a follower left (failed, closed, silent,
+/// lying or too far ahead), each followed by the next upstream.
+pub const UPSTREAM_FAILURES: &str = "sluice_follower_upstream_failures_total";
+/// Whether a follower over the feed is connected to an upstream now.
+pub const UPSTREAM_CONNECTED: &str = "sluice_follower_upstream_connected";
+/// Transactions a follower over the feed sent on to its upstream.
+pub const UPSTREAM_FORWARDED_TXS: &str = "sluice_follower_forwarded_txs_total";
 /// Highest height whose app hash a finalized reference confirmed.
 pub const VERIFIED_HEIGHT: &str = "sluice_verified_height";
 
@@ -131,6 +138,12 @@ pub fn describe() {
     for outcome in ["accepted", "forged"] {
         metrics::counter!(FOLLOWER_FINALIZATIONS, "outcome" => outcome).increment(0);
     }
+    metrics::describe_counter!(UPSTREAM_FAILURES, "Upstream feed connections a follower left");
+    metrics::describe_gauge!(UPSTREAM_CONNECTED, "Follower connected to an upstream feed (1) or not (0)");
+    metrics::describe_counter!(UPSTREAM_FORWARDED_TXS, "Transactions a follower sent on to its upstream");
+    metrics::counter!(UPSTREAM_FAILURES).increment(0);
+    metrics::counter!(UPSTREAM_FORWARDED_TXS).increment(0);
+    metrics::gauge!(UPSTREAM_CONNECTED).set(0.0);
     metrics::describe_counter!(FEED_UNPUBLISHED, "Finalized blocks left off the feed, by reason");
     for reason in ["queue_full", "no_certificate"] {
         metrics::counter!(FEED_UNPUBLISHED, "reason" => reason).increment(0);

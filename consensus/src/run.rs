@@ -81,6 +81,9 @@ pub struct ValidatorConfig {
     /// The followers this validator accepts as p2p secondary peers (a
     /// follower ignores it: it dials the validators only).
     pub followers: Vec<crate::validators::ValidatorEntry>,
+    /// A follower's upstreams: follow their finalized-block feeds
+    /// (`ws://` URLs) instead of p2p. Empty: p2p.
+    pub upstreams: Vec<String>,
     /// Finalized heights consensus keeps in its own archives below the
     /// store's committed height: peers catching up backfill from them, and
     /// a restart replays from them what the store had not kept. Older ones
@@ -159,6 +162,9 @@ pub(crate) fn namespace(chain_id: u64, set_hash: &B256) -> Vec<u8> {
 
 /// Starts consensus on its own thread.
 pub fn spawn<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, ConsensusError> {
+    if cfg.follow && !cfg.upstreams.is_empty() {
+        return spawn_upstream(cfg, backend);
+    }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
@@ -184,6 +190,34 @@ pub fn spawn<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, Co
             _ => Err(ConsensusError::EndedBeforeStarting),
         },
     }
+}
+
+/// A follower over its upstreams' feeds: no p2p, no marshal; one thread
+/// ([`crate::upstream`]) that stops when asked or when the node halts.
+fn spawn_upstream<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, ConsensusError> {
+    let participants = cfg.set.public_keys().map_err(ConsensusError::Config)?;
+    let namespace = namespace(cfg.set.chain_id, &cfg.set_hash);
+    let upstreams = crate::upstream::Upstreams {
+        urls: cfg.upstreams.clone(),
+        scheme: commonware_consensus::simplex::scheme::ed25519::Scheme::verifier(&namespace, participants),
+        limits: cfg.set.rules.limits(),
+        backend,
+        max_tx_bytes: cfg.gossip.max_tx_bytes,
+        highest: std::sync::atomic::AtomicU64::new(0),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // Stopped once the sender fired or was dropped.
+    let stop_rx = parking_lot::Mutex::new(stop_rx);
+    let thread = std::thread::Builder::new()
+        .name("upstream".into())
+        .spawn(move || {
+            tracing::info!(upstreams = ?upstreams.urls, set = %cfg.set_hash, "following over the finalized-block feed");
+            use tokio::sync::oneshot::error::TryRecvError;
+            upstreams.run(move || !matches!(stop_rx.lock().try_recv(), Err(TryRecvError::Empty)));
+            Ok(())
+        })
+        .map_err(ConsensusError::Spawn)?;
+    Ok(Running { stop: Some(stop_tx), thread: Some(thread) })
 }
 
 async fn run<B: Backend>(

@@ -18,7 +18,7 @@ use crate::{
         block_ids, height, receipt_within, start_validator, testnet_init, transfers, wait_height,
         wait_network_up,
     },
-    ws_client::Ws,
+    ws_client::{ws_url, Ws},
 };
 
 #[test]
@@ -137,5 +137,70 @@ fn a_follower_executes_the_chain_and_forwards_writes() {
         assert!(status.success(), "a node did not exit cleanly: {status}; log:\n{}", node.log());
     }
     follower.assert_replay_matches_vault("follower f0");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A follower over the finalized-block feed rather than p2p: its first
+/// upstream is dead (it waits and moves on), it follows another follower's
+/// feed, checks every block against the validator set, forwards its
+/// clients' transfers to its upstream, fails over to a validator's feed
+/// when that follower dies, and catches up after its own SIGKILL.
+#[test]
+fn a_follower_follows_a_followers_feed_and_fails_over() {
+    let dir = std::env::temp_dir().join(format!("sluice-net-feed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let configs = testnet_init(&dir, 4, &["--followers", "2"]);
+    let mut validators: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    let mut f0 = start_validator(&dir.join("f0").join("sluice.toml"), &[]);
+    wait_network_up(&validators);
+    wait_height(&f0, 2, "f0 following");
+
+    let dead = format!("ws://127.0.0.1:{}", free_port());
+    let upstreams = format!("{dead},{},{}", ws_url(&f0), ws_url(&validators[2]));
+    let mut f1 =
+        start_validator(&dir.join("f1").join("sluice.toml"), &[("SLUICE_FOLLOWER__UPSTREAMS", &upstreams)]);
+    wait_height(&f1, height(&validators[0]), "f1 following f0's feed");
+
+    // Writes through the feed follower reach the validators.
+    let s = dev(1);
+    let hashes: Vec<B256> = (0..3)
+        .map(|nonce| {
+            f1.send(&transfer(&s, nonce, Address::repeat_byte(0x71), 1)).unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    for h in &hashes {
+        let on_f1 = receipt_within(&f1, h, Duration::from_secs(90));
+        let on_v1 = receipt_within(&validators[1], h, Duration::from_secs(30));
+        assert_eq!(on_f1["blockHash"], on_v1["blockHash"], "{h}");
+    }
+    assert!(f1.metric("sluice_follower_forwarded_txs_total ").unwrap_or(0.0) >= 3.0);
+
+    // Its upstream dies: it moves on to the validator's feed.
+    f0.kill9();
+    transfers(&validators[0], 0, 3);
+    wait_height(&f1, height(&validators[0]), "f1 after f0 died");
+    assert!(f1.metric("sluice_follower_upstream_failures_total ").unwrap_or(0.0) >= 2.0, "dead, then f0");
+
+    // Killed and restarted, it resumes from its committed head.
+    f1.kill9();
+    let down_at = height(&validators[0]);
+    while height(&validators[0]) < down_at + 10 {
+        transfers(&validators[0], 0, 3);
+    }
+    let target = height(&validators[0]);
+    let restarted = Instant::now();
+    f1.restart().unwrap_or_else(|log| panic!("f1 did not restart: {log}"));
+    wait_height(&f1, target, "f1 catching up");
+    eprintln!("feed follower back at {target} {:?} after its restart", restarted.elapsed());
+
+    let top = height(&f1).min(height(&validators[3]));
+    for h in 0..=top {
+        assert_eq!(block_ids(&f1, h), block_ids(&validators[3], h), "f1 differs at height {h}");
+    }
+    for node in validators.iter_mut().chain(std::iter::once(&mut f1)) {
+        let status = node.terminate();
+        assert!(status.success(), "a node did not exit cleanly: {status}; log:\n{}", node.log());
+    }
+    f1.assert_replay_matches_vault("feed follower f1");
     let _ = std::fs::remove_dir_all(&dir);
 }

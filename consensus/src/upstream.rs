@@ -1,0 +1,447 @@
+//! A follower over other nodes' finalized-block feeds (`follower.upstreams`)
+//! rather than p2p: any validator or follower serving
+//! `consensus_subscribe(["finalized", from])` will do, so followers can
+//! follow followers and the validators' egress stays bounded.
+//!
+//! Nothing an upstream sends is trusted: each item's certificate is
+//! verified against the validator set, its block must be the one the
+//! certificate finalizes, and heights must follow one another from this
+//! node's committed head. Verified blocks go to the same pipeline as a
+//! validator's (state references checked, divergence halts), and are
+//! published on this node's own feed, so others can follow it in turn.
+//!
+//! ```text
+//!  upstream ws ──consensus_subscription──▶ check (certificate, block, height)
+//!      ▲                                     ──▶ Backend::deliver (in order, waits for room)
+//!      └── eth_sendRawTransaction batches ◀── Backend::outbound (this node's clients)
+//! ```
+//!
+//! One OS thread, blocking on the socket with a short read timeout. An
+//! upstream that fails (unreachable, closed, silent, lying, or no longer
+//! keeping the next height) is left for the next one, with backoff; a
+//! follower started before its upstreams waits for them and never exits.
+
+use std::{
+    net::TcpStream,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use alloy_primitives::Bytes;
+use commonware_codec::Decode as _;
+use commonware_consensus::simplex::{scheme::ed25519, types::Finalization};
+use commonware_cryptography::{certificate::Verifier as _, keccak256::Digest};
+use commonware_parallel::Sequential;
+use serde_json::{json, Value};
+use sluice_messages::{FinalizedItem, SealedBlock};
+use tungstenite::{stream::MaybeTlsStream, Message, WebSocket};
+
+use crate::{
+    backend::Backend,
+    block::{digest_of, BlockLimits, ChainBlock},
+    metrics as m,
+};
+
+/// How long a read waits before the loop checks for stop and outbound
+/// transactions: also the most a forwarded transaction waits to be sent.
+const READ_TICK: Duration = Duration::from_millis(50);
+/// An upstream that sends nothing for this long is left: even an idle
+/// chain finalizes a block a second.
+const SILENT: Duration = Duration::from_secs(10);
+/// How long connecting to an upstream may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// The first wait after a failed upstream, doubled up to [`MAX_BACKOFF`]
+/// while none works, reset once one delivers a block.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Transactions forwarded to the upstream in one JSON-RPC batch at most.
+const FORWARD_BATCH: usize = 256;
+
+/// What one upstream connection ended with.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UpstreamError {
+    /// The socket failed or the upstream closed it.
+    #[error("connection: {0}")]
+    Socket(String),
+    /// The upstream answered something this node cannot use.
+    #[error("{0}")]
+    Protocol(String),
+    /// The upstream sent an item that does not check: left for good (it
+    /// is retried only after every other upstream).
+    #[error("refused item at height {height}: {why}")]
+    Refused {
+        /// The height it claimed.
+        height: u64,
+        /// What did not check.
+        why: String,
+    },
+    /// The pipeline stopped: following ends.
+    #[error("the pipeline stopped")]
+    Stopped,
+}
+
+/// Checks one feed item against the validator set and the height this
+/// node expects next; returns the block to execute.
+pub(crate) fn check_item(
+    scheme: &ed25519::Scheme,
+    limits: &BlockLimits,
+    item: &FinalizedItem,
+    expected: u64,
+) -> Result<Arc<SealedBlock>, String> {
+    if item.height != expected {
+        return Err(format!("expected height {expected}"));
+    }
+    let finalization = Finalization::<ed25519::Scheme, Digest>::decode_cfg(
+        item.finalization.to_vec(),
+        &scheme.certificate_codec_config(),
+    )
+    .map_err(|e| format!("undecodable finalization: {e}"))?;
+    if !finalization.verify(&mut commonware_utils::sys_rng(), scheme, &Sequential) {
+        return Err("finalization does not verify against the validator set".into());
+    }
+    let block = ChainBlock::decode_cfg(item.block.to_vec(), limits).map_err(|e| format!("block: {e}"))?;
+    if digest_of(&block.0.hash) != finalization.proposal.payload {
+        return Err("the block is not the one its certificate finalizes".into());
+    }
+    if block.0.header.number != item.height {
+        return Err(format!("the block is at height {}", block.0.header.number));
+    }
+    Ok(block.0)
+}
+
+/// A follower's link to its upstreams.
+pub(crate) struct Upstreams<B: Backend> {
+    pub(crate) urls: Vec<String>,
+    pub(crate) scheme: ed25519::Scheme,
+    pub(crate) limits: BlockLimits,
+    pub(crate) backend: B,
+    /// Largest raw transaction this node admits (the batch's bound).
+    pub(crate) max_tx_bytes: usize,
+    /// The highest height an upstream said was finalized.
+    pub(crate) highest: std::sync::atomic::AtomicU64,
+}
+
+impl<B: Backend> Upstreams<B> {
+    /// Follows the upstreams in turn until `stopped` says so, the node
+    /// halts or the pipeline closes.
+    pub(crate) fn run(self, stopped: impl Fn() -> bool) {
+        let mut next = *self.backend.committed().borrow() + 1;
+        let mut backoff = FIRST_BACKOFF;
+        let forward = Forwarder::start(self.backend.clone(), self.max_tx_bytes);
+        for url in self.urls.iter().cycle() {
+            if stopped() || self.backend.halted().is_some() {
+                return;
+            }
+            let before = next;
+            match self.follow(url, &mut next, &forward, &stopped) {
+                Ok(()) => return,
+                Err(UpstreamError::Stopped) => return,
+                Err(e) => {
+                    metrics::counter!(m::UPSTREAM_FAILURES).increment(1);
+                    tracing::warn!(upstream = %url, next, error = %e, "upstream left; trying the next");
+                }
+            }
+            backoff = if next > before { FIRST_BACKOFF } else { (backoff * 2).min(MAX_BACKOFF) };
+            let until = Instant::now() + backoff;
+            while Instant::now() < until && !stopped() {
+                std::thread::sleep(READ_TICK);
+            }
+        }
+    }
+
+    /// Follows one upstream from `next` until it fails or `stopped`.
+    fn follow(
+        &self,
+        url: &str,
+        next: &mut u64,
+        forward: &Forwarder,
+        stopped: &impl Fn() -> bool,
+    ) -> Result<(), UpstreamError> {
+        let mut ws = connect(url)?;
+        let latest = call(&mut ws, 1, "consensus_getFinalized", json!(["latest"]))?;
+        if let Some(h) = latest.get("height").and_then(Value::as_str).and_then(parse_quantity) {
+            self.seen_finalized(h);
+        }
+        call(&mut ws, 2, "consensus_subscribe", json!(["finalized", format!("{:#x}", *next)]))?;
+        tracing::info!(upstream = %url, from = *next, "following the upstream's finalized blocks");
+        metrics::gauge!(m::UPSTREAM_CONNECTED).set(1.0);
+        let result = self.read_items(&mut ws, next, forward, stopped);
+        metrics::gauge!(m::UPSTREAM_CONNECTED).set(0.0);
+        let _ = ws.close(None);
+        result
+    }
+
+    /// Reads notifications, delivering each checked block in order, and
+    /// sends this node's clients' transactions on between reads.
+    fn read_items(
+        &self,
+        ws: &mut WebSocket<MaybeTlsStream<TcpStream>>,
+        next: &mut u64,
+        forward: &Forwarder,
+        stopped: &impl Fn() -> bool,
+    ) -> Result<(), UpstreamError> {
+        let mut heard = Instant::now();
+        let mut request_id = 10u64;
+        loop {
+            if stopped() {
+                return Ok(());
+            }
+            if let Some(batch) = forward.take() {
+                request_id += 1;
+                send_transactions(ws, request_id, &batch)?;
+            }
+            let text = match ws.read() {
+                Ok(Message::Text(text)) => text,
+                Ok(Message::Close(frame)) => {
+                    let why = frame.map_or_else(|| "no reason".to_string(), |f| f.reason.to_string());
+                    return Err(UpstreamError::Socket(format!("closed by the upstream: {why}")));
+                }
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                {
+                    if heard.elapsed() > SILENT {
+                        return Err(UpstreamError::Socket(format!("nothing for {SILENT:?}")));
+                    }
+                    continue;
+                }
+                Err(e) => return Err(UpstreamError::Socket(e.to_string())),
+            };
+            heard = Instant::now();
+            let msg: Value = serde_json::from_str(text.as_str())
+                .map_err(|e| UpstreamError::Protocol(format!("not JSON: {e}")))?;
+            if msg.get("method").and_then(Value::as_str) != Some("consensus_subscription") {
+                // Answers to forwarded transactions: each was admitted or
+                // refused there; this node answered its client already.
+                continue;
+            }
+            let item = parse_item(&msg["params"]["result"])
+                .ok_or_else(|| UpstreamError::Protocol(format!("malformed item: {msg}")))?;
+            let block = check_item(&self.scheme, &self.limits, &item, *next).map_err(|why| {
+                metrics::counter!(m::FOLLOWER_FINALIZATIONS, "outcome" => "forged").increment(1);
+                UpstreamError::Refused { height: item.height, why }
+            })?;
+            metrics::counter!(m::FOLLOWER_FINALIZATIONS, "outcome" => "accepted").increment(1);
+            let height = item.height;
+            self.seen_finalized(height);
+            futures::executor::block_on(self.backend.deliver(block, Box::new(|| {})))
+                .map_err(|_| UpstreamError::Stopped)?;
+            self.backend.publish_finalized(item);
+            *next = height + 1;
+        }
+    }
+}
+
+impl<B: Backend> Upstreams<B> {
+    /// The upstream has finalized `height`: `eth_syncing` and the lag
+    /// gauges learn it, as a p2p follower's sink tells them.
+    fn seen_finalized(&self, height: u64) {
+        self.backend.finalized(height);
+        let height = self.highest.fetch_max(height, std::sync::atomic::Ordering::Relaxed).max(height);
+        let committed = *self.backend.committed().borrow();
+        metrics::gauge!(m::FINALIZED_HEIGHT).set(height as f64);
+        metrics::gauge!(m::LAG_BLOCKS).set(height.saturating_sub(committed) as f64);
+    }
+}
+
+/// Opens the WebSocket with bounded connect and read times.
+fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream<TcpStream>>, UpstreamError> {
+    let socket = |e: String| UpstreamError::Socket(e);
+    let uri: tungstenite::http::Uri = url.parse().map_err(|e| socket(format!("{url}: {e}")))?;
+    let host = uri.host().ok_or_else(|| socket(format!("{url}: no host")))?;
+    let port = uri.port_u16().unwrap_or(80);
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .map_err(|e| socket(e.to_string()))?
+        .next()
+        .ok_or_else(|| socket(format!("{url}: no address")))?;
+    let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|e| socket(e.to_string()))?;
+    stream.set_read_timeout(Some(CONNECT_TIMEOUT)).map_err(|e| socket(e.to_string()))?;
+    let _ = stream.set_nodelay(true);
+    let (ws, _) =
+        tungstenite::client(url, MaybeTlsStream::Plain(stream)).map_err(|e| socket(e.to_string()))?;
+    if let MaybeTlsStream::Plain(s) = ws.get_ref() {
+        s.set_read_timeout(Some(READ_TICK)).map_err(|e| socket(e.to_string()))?;
+    }
+    Ok(ws)
+}
+
+/// One call, waiting (up to [`SILENT`]) for its answer.
+fn call(
+    ws: &mut WebSocket<MaybeTlsStream<TcpStream>>,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Result<Value, UpstreamError> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    ws.send(Message::text(body.to_string())).map_err(|e| UpstreamError::Socket(e.to_string()))?;
+    let deadline = Instant::now() + SILENT;
+    while Instant::now() < deadline {
+        match ws.read() {
+            Ok(Message::Text(text)) => {
+                let msg: Value = serde_json::from_str(text.as_str())
+                    .map_err(|e| UpstreamError::Protocol(format!("not JSON: {e}")))?;
+                if msg.get("id") != Some(&json!(id)) {
+                    continue;
+                }
+                if let Some(e) = msg.get("error") {
+                    return Err(UpstreamError::Protocol(format!("{method}: {e}")));
+                }
+                return Ok(msg["result"].clone());
+            }
+            Ok(Message::Close(_)) => return Err(UpstreamError::Socket("closed".into())),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e) => return Err(UpstreamError::Socket(e.to_string())),
+        }
+    }
+    Err(UpstreamError::Socket(format!("no answer to {method} within {SILENT:?}")))
+}
+
+/// Sends a batch of raw transactions as `eth_sendRawTransaction` calls.
+fn send_transactions(
+    ws: &mut WebSocket<MaybeTlsStream<TcpStream>>,
+    first_id: u64,
+    batch: &[Bytes],
+) -> Result<(), UpstreamError> {
+    let calls: Vec<Value> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            json!({"jsonrpc": "2.0", "id": first_id * 1_000_000 + i as u64, "method": "eth_sendRawTransaction", "params": [raw]})
+        })
+        .collect();
+    metrics::counter!(m::UPSTREAM_FORWARDED_TXS).increment(batch.len() as u64);
+    ws.send(Message::text(Value::Array(calls).to_string())).map_err(|e| UpstreamError::Socket(e.to_string()))
+}
+
+/// `{height, finalization, block}` as the feed serves it.
+fn parse_item(v: &Value) -> Option<FinalizedItem> {
+    Some(FinalizedItem {
+        height: parse_quantity(v.get("height")?.as_str()?)?,
+        finalization: v.get("finalization")?.as_str()?.parse().ok()?,
+        block: v.get("block")?.as_str()?.parse().ok()?,
+    })
+}
+
+fn parse_quantity(s: &str) -> Option<u64> {
+    u64::from_str_radix(s.strip_prefix("0x")?, 16).ok()
+}
+
+/// This node's clients' transactions, waiting to go to the upstream: a
+/// thread takes them off the backend's outbound queue (which waits for
+/// the first) into a bounded channel the reading loop drains between
+/// reads.
+struct Forwarder {
+    batches: flume::Receiver<Vec<Bytes>>,
+    /// Dropped with the forwarder: its thread, waiting on the backend's
+    /// queue, lets go of the backend at once (the pipeline cannot drain at
+    /// shutdown while anything holds it).
+    _stop: flume::Sender<()>,
+}
+
+impl Forwarder {
+    fn start<B: Backend>(backend: B, max_tx_bytes: usize) -> Forwarder {
+        let (tx, rx) = flume::bounded(4);
+        let (stop, stopped) = flume::bounded::<()>(1);
+        let spawned = std::thread::Builder::new().name("upstream-forward".into()).spawn(move || loop {
+            let max_bytes = FORWARD_BATCH * (max_tx_bytes + 4);
+            let next = futures::executor::block_on(futures::future::select(
+                Box::pin(backend.outbound(FORWARD_BATCH, max_bytes)),
+                stopped.recv_async(),
+            ));
+            let batch = match next {
+                futures::future::Either::Left((batch, _)) => batch,
+                futures::future::Either::Right(_) => return,
+            };
+            if batch.is_empty() || tx.send(batch).is_err() {
+                return;
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the transaction forwarder: transactions stay here");
+        }
+        Forwarder { batches: rx, _stop: stop }
+    }
+
+    fn take(&self) -> Option<Vec<Bytes>> {
+        self.batches.try_recv().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use commonware_codec::Encode as _;
+    use commonware_cryptography::{ed25519::PrivateKey, Signer as _};
+    use commonware_utils::ordered::Set;
+    use sluice_messages::BlockHeader;
+
+    use super::*;
+
+    fn block(number: u64) -> Arc<SealedBlock> {
+        let header = BlockHeader {
+            number,
+            parent_hash: alloy_primitives::B256::repeat_byte(1),
+            timestamp: number,
+            coinbase: alloy_primitives::Address::ZERO,
+            gas_limit: 30_000_000,
+            base_fee: 1_000_000_000,
+            tx_root: crate::block::tx_root(&[]),
+            state_ref: None,
+        };
+        Arc::new(SealedBlock { hash: header.hash(), header, txs: Vec::new() })
+    }
+
+    fn limits() -> BlockLimits {
+        crate::sim::rules().limits()
+    }
+
+    /// A finalization as the feed carries it (not wrapped as a certificate
+    /// message): the follower tests' one, unwrapped.
+    fn finalization(keys: &[PrivateKey], payload: [u8; 32], tamper: bool) -> Vec<u8> {
+        use commonware_consensus::simplex::types::Certificate;
+        let bytes = crate::follower::tests::finalization(keys, b"ns", 9, payload, tamper);
+        let scheme =
+            ed25519::Scheme::verifier(b"ns", Set::from_iter_dedup(keys.iter().map(|k| k.public_key())));
+        match Certificate::<ed25519::Scheme, Digest>::decode_cfg(bytes, &scheme.certificate_codec_config())
+            .unwrap()
+        {
+            Certificate::Finalization(f) => f.encode().to_vec(),
+            _ => unreachable!("a finalization"),
+        }
+    }
+
+    #[test]
+    fn an_item_checks_only_with_its_own_block_at_the_expected_height() {
+        let keys: Vec<PrivateKey> = (0..4).map(PrivateKey::from_seed).collect();
+        let scheme =
+            ed25519::Scheme::verifier(b"ns", Set::from_iter_dedup(keys.iter().map(|k| k.public_key())));
+        let b = block(7);
+        let certificate = finalization(&keys, b.hash.0, false);
+        let item = FinalizedItem {
+            height: 7,
+            finalization: certificate.clone().into(),
+            block: ChainBlock(Arc::clone(&b)).encode().to_vec().into(),
+        };
+        assert_eq!(check_item(&scheme, &limits(), &item, 7).unwrap().hash, b.hash);
+        assert!(check_item(&scheme, &limits(), &item, 8).unwrap_err().contains("expected height 8"));
+        let other = FinalizedItem { block: ChainBlock(block(6)).encode().to_vec().into(), ..item.clone() };
+        assert!(check_item(&scheme, &limits(), &other, 7).unwrap_err().contains("not the one"));
+        let forged =
+            FinalizedItem { finalization: finalization(&keys, b.hash.0, true).into(), ..item.clone() };
+        assert!(check_item(&scheme, &limits(), &forged, 7).is_err());
+        let garbage = FinalizedItem { block: vec![1, 2, 3].into(), ..item };
+        assert!(check_item(&scheme, &limits(), &garbage, 7).unwrap_err().starts_with("block:"));
+    }
+
+    #[test]
+    fn items_parse_as_the_feed_serves_them() {
+        let v = json!({"height": "0x1f", "finalization": "0x0102", "block": "0x03"});
+        let item = parse_item(&v).unwrap();
+        assert_eq!((item.height, item.finalization.len(), item.block.len()), (31, 2, 1));
+        assert!(parse_item(&json!({"height": "31", "finalization": "0x", "block": "0x"})).is_none());
+    }
+}

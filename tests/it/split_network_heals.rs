@@ -8,10 +8,12 @@
 //!   every transaction accepted during the split is included on all four
 //!   within 5 s (asserted with room for CI's load: see the end);
 //! - a validator isolated for 25 s, healed: at the others' head within 5 s;
+//! - a follower (a fifth namespace) cut off for 30 s, healed: at the
+//!   validators' head within 5 s;
 //! - six splits of 3 s, each 2|2 or 3|1 with random sides: within 3 s of
 //!   the last heal every validator is past the highest block of then;
 //! - nothing accepted is lost, and every height has one block hash and
-//!   `stateRoot` on all four.
+//!   `stateRoot` on all four and on the follower.
 //!
 //! Needs root (network namespaces, veth pairs, bridges): where they cannot
 //! be created the test says SKIPPED and passes. Every namespace, link and
@@ -196,7 +198,7 @@ fn within(since: Instant, limit: Duration, what: &str, mut done: impl FnMut() ->
 
 #[test]
 fn a_split_network_heals_in_seconds_and_its_transactions_follow() {
-    let lab = match Lab::create(4) {
+    let lab = match Lab::create(5) {
         Ok(lab) => lab,
         Err(e) => {
             eprintln!(
@@ -208,7 +210,12 @@ fn a_split_network_heals_in_seconds_and_its_transactions_follow() {
     let dir: PathBuf = std::env::temp_dir().join(format!("sluice-net-split-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let hosts: Vec<String> = (0..4).map(|i| lab.p2p_ip(i).to_string()).collect();
-    let configs = testnet_init(&dir, 4, &["--hosts", &hosts.join(",")]);
+    let follower_host = lab.p2p_ip(4).to_string();
+    let configs = testnet_init(
+        &dir,
+        4,
+        &["--hosts", &hosts.join(","), "--followers", "1", "--follower-hosts", &follower_host],
+    );
     let mut nodes: Vec<TestNode> = configs
         .iter()
         .enumerate()
@@ -217,6 +224,13 @@ fn a_split_network_heals_in_seconds_and_its_transactions_follow() {
             TestNode::start_in_netns(&lab.ns(i), lab.rpc_ip(i), &CI_ENV, &["--config", config])
         })
         .collect();
+    let f0 = dir.join("f0").join("sluice.toml");
+    let mut follower = TestNode::start_in_netns(
+        &lab.ns(4),
+        lab.rpc_ip(4),
+        &CI_ENV,
+        &["--config", f0.to_str().expect("utf-8")],
+    );
     wait_network_up(&nodes);
 
     // Pings keep quiet links alive: no connection was dropped as idle.
@@ -263,6 +277,18 @@ fn a_split_network_heals_in_seconds_and_its_transactions_follow() {
     let caught_up = within(healed, Duration::from_secs(5), "the isolated validator catching up", || {
         height(&nodes[3]) >= head
     });
+    // The follower cut off for 30 s while the validators go on.
+    within(Instant::now(), Duration::from_secs(10), "the follower connected", || {
+        follower.metric("sluice_consensus_peers_connected ") == Some(4.0)
+    });
+    lab.cut(&[4]);
+    std::thread::sleep(Duration::from_secs(30));
+    let head = height(&nodes[0]);
+    let healed = Instant::now();
+    lab.heal();
+    let follower_back = within(healed, Duration::from_secs(5), "the cut-off follower catching up", || {
+        height(&follower) >= head
+    });
     // Six splits of 3 s, each 2|2 or 3|1 with random sides, 0.5 s apart.
     let mut splits = Vec::new();
     for round in 0..6 {
@@ -286,6 +312,7 @@ fn a_split_network_heals_in_seconds_and_its_transactions_follow() {
     eprintln!(
         "2|2 split healed: blocks after {resumed:?}, its transactions on all four after {included:?}; \
          isolated validator at the head after {caught_up:?} (its links dropped after {dropped:?}); \
+         follower cut off 30 s at the head after {follower_back:?}; \
          six 3 s splits (cut off: {splits:?}): all past the last heal's head after {converged:?}"
     );
     // The goals are 3 s (blocks, convergence) and 5 s (transactions,
@@ -305,6 +332,7 @@ fn a_split_network_heals_in_seconds_and_its_transactions_follow() {
     assert!(resumed <= margin * Duration::from_secs(3), "blocks resumed {resumed:?} after the heal");
     assert!(included <= margin * Duration::from_secs(5), "the split's transactions took {included:?}");
     assert!(caught_up <= margin * Duration::from_secs(5), "the isolated validator took {caught_up:?}");
+    assert!(follower_back <= margin * Duration::from_secs(5), "the cut-off follower took {follower_back:?}");
 
     // Nothing accepted is lost, every receipt succeeded, and all four agree.
     stop.store(true, Ordering::Relaxed);
@@ -321,22 +349,24 @@ fn a_split_network_heals_in_seconds_and_its_transactions_follow() {
             }
         }
     }
-    let upto = nodes.iter().map(height).min().unwrap_or(0);
+    let upto = nodes.iter().chain(std::iter::once(&follower)).map(height).min().unwrap_or(0);
     for h in 0..=upto {
         let ids: Vec<_> = nodes
             .iter()
+            .chain(std::iter::once(&follower))
             .map(|n| {
                 let b = n.ok("eth_getBlockByNumber", json!([format!("0x{h:x}"), false]));
                 (b["hash"].to_string(), b["stateRoot"].to_string())
             })
             .collect();
-        assert!(ids.iter().all(|x| *x == ids[0]), "validators disagree at height {h}: {ids:?}");
+        assert!(ids.iter().all(|x| *x == ids[0]), "nodes disagree at height {h}: {ids:?}");
     }
-    for node in nodes.iter_mut() {
+    for node in nodes.iter_mut().chain(std::iter::once(&mut follower)) {
         let status = node.terminate();
         assert!(status.success(), "a validator did not exit cleanly: {status}; log:\n{}", node.log());
     }
     drop(nodes);
+    drop(follower);
     drop(lab);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -253,7 +253,7 @@ pub(crate) async fn start_marshal<E, B, S, R, P, K>(
     backfill: (S, R),
     broadcast_channel: (S, R),
     txs: (S, R),
-    gossip_to: Recipients<PublicKey>,
+    gossip_to: (Recipients<PublicKey>, bool),
     peers: P,
     blocker: K,
 ) -> Result<Marshaled, EngineError>
@@ -455,12 +455,13 @@ where
             // only: followers learn of them in blocks, so the validators'
             // egress does not grow with the number of followers.
             let others = setup.participants.iter().filter(|p| **p != me).cloned().collect();
-            (scheme, Recipients::Some(others))
+            (scheme, (Recipients::Some(others), false))
         }
         Role::Follower if member => return Err(EngineError::FollowerIsAValidator),
         // A follower dials validators only: every connection is one.
+        // It never proposes what it admits: a batch must reach someone.
         Role::Follower => {
-            (ed25519::Scheme::verifier(&setup.namespace, setup.participants.clone()), Recipients::All)
+            (ed25519::Scheme::verifier(&setup.namespace, setup.participants.clone()), (Recipients::All, true))
         }
     };
     let marshaled = start_marshal(

@@ -106,15 +106,23 @@ pub(crate) fn decode(mut buf: &[u8], limits: &GossipLimits) -> Result<Vec<Bytes>
     Ok(out)
 }
 
+/// How soon a follower's batch that reached no validator is sent again:
+/// a redial takes 250 ms-1 s.
+const UNREACHED_RETRY: Duration = Duration::from_millis(250);
+
 /// Sends what this node admits from its own clients to `to` (a
 /// validator: every other validator; a follower: the validators it is
 /// connected to), a batch at a time, at most one batch per `interval`.
-/// Ends when the node stops.
+/// With `must_reach` (a follower, which never proposes what it admits) a
+/// batch no peer took is sent again until one does, holding back the
+/// rest (its queue then fills and admission answers `txpool is full`);
+/// a validator proposes its own transactions anyway, so a batch lost to a
+/// cut link costs nothing. Ends when the node stops.
 pub(crate) async fn send_loop<E: Clock, B: Backend, S: Sender>(
     ctx: E,
     backend: B,
     mut sender: S,
-    to: Recipients<S::PublicKey>,
+    (to, must_reach): (Recipients<S::PublicKey>, bool),
     limits: GossipLimits,
 ) {
     // Room for the batch's own count.
@@ -125,7 +133,12 @@ pub(crate) async fn send_loop<E: Clock, B: Backend, S: Sender>(
             return;
         }
         let n = batch.len() as u64;
-        let reached = sender.send(to.clone(), encode(&batch), false);
+        let encoded = encode(&batch);
+        let mut reached = sender.send(to.clone(), encoded.clone(), false);
+        while must_reach && reached.is_empty() {
+            ctx.sleep(UNREACHED_RETRY).await;
+            reached = sender.send(to.clone(), encoded.clone(), false);
+        }
         metrics::counter!(crate::metrics::GOSSIP_SENT_TXS).increment(n);
         metrics::counter!(crate::metrics::GOSSIP_SENT_BATCHES).increment(1);
         tracing::trace!(txs = n, peers = reached.len(), "sent a transaction batch");

@@ -128,13 +128,13 @@ impl<B: Backend> Upstreams<B> {
     pub(crate) fn run(self, stopped: impl Fn() -> bool) {
         let mut next = *self.backend.committed().borrow() + 1;
         let mut backoff = FIRST_BACKOFF;
-        let forward = Forwarder::start(self.backend.clone(), self.max_tx_bytes);
+        let mut forward = Forwarder::start(self.backend.clone(), self.max_tx_bytes);
         for url in self.urls.iter().cycle() {
             if stopped() || self.backend.halted().is_some() {
                 return;
             }
             let before = next;
-            match self.follow(url, &mut next, &forward, &stopped) {
+            match self.follow(url, &mut next, &mut forward, &stopped) {
                 Ok(()) => return,
                 Err(UpstreamError::Stopped) => return,
                 Err(e) => {
@@ -155,7 +155,7 @@ impl<B: Backend> Upstreams<B> {
         &self,
         url: &str,
         next: &mut u64,
-        forward: &Forwarder,
+        forward: &mut Forwarder,
         stopped: &impl Fn() -> bool,
     ) -> Result<(), UpstreamError> {
         let mut ws = connect(url)?;
@@ -178,7 +178,7 @@ impl<B: Backend> Upstreams<B> {
         &self,
         ws: &mut WebSocket<MaybeTlsStream<TcpStream>>,
         next: &mut u64,
-        forward: &Forwarder,
+        forward: &mut Forwarder,
         stopped: &impl Fn() -> bool,
     ) -> Result<(), UpstreamError> {
         let mut heard = Instant::now();
@@ -189,7 +189,12 @@ impl<B: Backend> Upstreams<B> {
             }
             if let Some(batch) = forward.take() {
                 request_id += 1;
-                send_transactions(ws, request_id, &batch)?;
+                if let Err(e) = send_transactions(ws, request_id, &batch) {
+                    // Sent again to whichever upstream comes next: this
+                    // node never proposes what it admitted.
+                    forward.unsent = Some(batch);
+                    return Err(e);
+                }
             }
             let text = match ws.read() {
                 Ok(Message::Text(text)) => text,
@@ -335,6 +340,8 @@ fn parse_quantity(s: &str) -> Option<u64> {
 /// reads.
 struct Forwarder {
     batches: flume::Receiver<Vec<Bytes>>,
+    /// A batch the last upstream's socket failed to take: sent first.
+    unsent: Option<Vec<Bytes>>,
     /// Dropped with the forwarder: its thread, waiting on the backend's
     /// queue, lets go of the backend at once (the pipeline cannot drain at
     /// shutdown while anything holds it).
@@ -362,11 +369,11 @@ impl Forwarder {
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the transaction forwarder: transactions stay here");
         }
-        Forwarder { batches: rx, _stop: stop }
+        Forwarder { batches: rx, unsent: None, _stop: stop }
     }
 
-    fn take(&self) -> Option<Vec<Bytes>> {
-        self.batches.try_recv().ok()
+    fn take(&mut self) -> Option<Vec<Bytes>> {
+        self.unsent.take().or_else(|| self.batches.try_recv().ok())
     }
 }
 

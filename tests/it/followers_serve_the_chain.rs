@@ -204,3 +204,27 @@ fn a_follower_follows_a_followers_feed_and_fails_over() {
     f1.assert_replay_matches_vault("feed follower f1");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A transfer sent to a follower while it reaches no validator (it started
+/// before them) is held and sent on once one connects: a follower never
+/// proposes what it admitted, so a batch nobody took would be lost.
+#[test]
+fn a_follower_holds_writes_until_a_validator_takes_them() {
+    let dir = std::env::temp_dir().join(format!("sluice-net-hold-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let configs = testnet_init(&dir, 4, &["--followers", "1"]);
+    let mut follower = start_validator(&dir.join("f0").join("sluice.toml"), &[]);
+    let hash =
+        follower.send(&transfer(&dev(2), 0, Address::repeat_byte(0x72), 1)).unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_secs(1));
+    let mut validators: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    wait_network_up(&validators);
+    let on_validator = receipt_within(&validators[0], &hash, Duration::from_secs(90));
+    let on_follower = receipt_within(&follower, &hash, Duration::from_secs(30));
+    assert_eq!(on_follower["blockHash"], on_validator["blockHash"]);
+    for node in validators.iter_mut().chain(std::iter::once(&mut follower)) {
+        let status = node.terminate();
+        assert!(status.success(), "a node did not exit cleanly: {status}; log:\n{}", node.log());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -206,6 +206,7 @@ pub(crate) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         archive_retention_blocks: std::num::NonZeroU64::new(cfg.store.kept_blocks()),
         follow,
         followers,
+        followers_file: (!c.followers_file.as_os_str().is_empty()).then(|| c.followers_file.clone()),
         upstreams: if follow { cfg.follower.upstream_list() } else { Vec::new() },
         set,
     };

@@ -8,6 +8,7 @@
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, thread::JoinHandle, time::Duration};
 
 use alloy_primitives::{Address, B256};
+use commonware_cryptography::ed25519::PublicKey;
 use commonware_cryptography::{ed25519::PrivateKey, ChaCha20Poly1305};
 use commonware_p2p::{
     authenticated::lookup, Address as PeerAddress, AddressableManager as _, AddressableTrackedPeers,
@@ -81,6 +82,10 @@ pub struct ValidatorConfig {
     /// The followers this validator accepts as p2p secondary peers (a
     /// follower ignores it: it dials the validators only).
     pub followers: Vec<crate::validators::ValidatorEntry>,
+    /// Where `followers` came from: reread every few seconds, so that
+    /// followers can be added (up to [`SPARE_FOLLOWER_SLOTS`] beyond those
+    /// at start) or removed without restarting the validator.
+    pub followers_file: Option<PathBuf>,
     /// A follower's upstreams: follow their finalized-block feeds
     /// (`ws://` URLs) instead of p2p. Empty: p2p.
     pub upstreams: Vec<String>,
@@ -152,6 +157,13 @@ impl Running {
         }
     }
 }
+
+/// Followers a validator can take on beyond those listed at its start,
+/// when `followers.toml` is reread: the p2p layer sizes its mailboxes for
+/// its largest peer set at start, so the room is fixed then.
+pub const SPARE_FOLLOWER_SLOTS: usize = 8;
+/// How often a validator rereads its followers file.
+const FOLLOWERS_REREAD: Duration = Duration::from_secs(2);
 
 /// Namespace of every vote and every p2p handshake: the chain and the
 /// exact validator set file, so validators whose files differ cannot
@@ -257,8 +269,10 @@ async fn run<B: Backend>(
     let follower_labels: std::collections::HashSet<String> =
         secondary.keys().iter().map(|k| k.to_string()).collect();
     // The p2p layer counts this node in its peer set whether or not it is
-    // one of them (a follower is not).
-    let tracked = participants.len() + secondary.len() + 1;
+    // one of them (a follower is not); a validator keeps room for followers
+    // added to its file later.
+    let spare = if cfg.follow { 0 } else { SPARE_FOLLOWER_SLOTS };
+    let tracked = participants.len() + secondary.len() + spare + 1;
     let namespace = namespace(cfg.set.chain_id, &cfg.set_hash);
     let p2p_namespace = [namespace.as_slice(), b"_P2P"].concat();
     let max_message = engine::max_message_size(&cfg.set.rules, participants.len());
@@ -302,6 +316,15 @@ async fn run<B: Backend>(
         txs: network.register(channel::TXS, txs),
     };
     let network_handle = network.start();
+    let mut reload = cfg.followers_file.clone().filter(|_| !cfg.follow).map(|file| FollowersFile {
+        text: std::fs::read_to_string(&file).unwrap_or_default(),
+        file,
+        set: cfg.set.clone(),
+        validators: peers.clone(),
+        oracle: oracle.clone(),
+        id: 0,
+        slots: secondary.len() + SPARE_FOLLOWER_SLOTS,
+    });
     let _ = oracle.track(0, AddressableTrackedPeers::new(peers, secondary));
 
     let setup = Setup {
@@ -352,9 +375,17 @@ async fn run<B: Backend>(
         let set_hash = cfg.set_hash;
         async move {
             let (mut alone, mut was) = (0u32, 0.0);
+            let mut follower_labels = follower_labels;
+            let mut reread_at = std::time::Instant::now() + FOLLOWERS_REREAD;
             loop {
                 if let Some(reason) = backend.halted() {
                     return reason;
+                }
+                if let Some(reload) = reload.as_mut().filter(|_| std::time::Instant::now() >= reread_at) {
+                    reread_at = std::time::Instant::now() + FOLLOWERS_REREAD;
+                    if let Some(labels) = reload.check() {
+                        follower_labels = labels;
+                    }
                 }
                 let (peers, followers) = connected_peers(&ctx.encode(), &follower_labels);
                 metrics::gauge!(crate::metrics::PEERS).set(peers);
@@ -389,6 +420,62 @@ async fn run<B: Backend>(
     }
     let _ = ctx.stop(0, Some(Duration::from_secs(5))).await;
     Ok(())
+}
+
+/// A validator's followers file, reread so that followers come and go
+/// without a restart: a changed, valid file becomes the next peer set
+/// (same validators, its followers as secondary peers).
+struct FollowersFile {
+    file: PathBuf,
+    /// The text last applied (or found invalid).
+    text: String,
+    set: ValidatorSet,
+    validators: Map<PublicKey, PeerAddress>,
+    oracle: lookup::Oracle<PublicKey>,
+    /// The id of the peer set tracked last (ids must increase).
+    id: u64,
+    /// The most followers the p2p layer has room for.
+    slots: usize,
+}
+
+impl FollowersFile {
+    /// Rereads the file; when it changed and is valid, tracks the new peer
+    /// set and returns its followers' metric labels.
+    fn check(&mut self) -> Option<std::collections::HashSet<String>> {
+        let text = std::fs::read_to_string(&self.file).ok()?;
+        if text == self.text {
+            return None;
+        }
+        self.text = text;
+        let followers = match crate::validators::FollowerSet::load(&self.file, &self.set) {
+            Ok(f) => f.follower,
+            Err(e) => {
+                tracing::warn!(error = %e, "followers file changed but is not valid: the previous followers stay");
+                return None;
+            }
+        };
+        if followers.len() > self.slots {
+            tracing::warn!(
+                followers = followers.len(),
+                room = self.slots,
+                "followers file lists more followers than this validator has room for until it restarts: \
+                 the previous followers stay"
+            );
+            return None;
+        }
+        let mut secondary = Vec::with_capacity(followers.len());
+        for f in &followers {
+            // Checked by FollowerSet::load.
+            let Ok(key) = crate::validators::parse_public_key(&f.public_key) else { return None };
+            secondary.push((key, PeerAddress::Symmetric(f.p2p_addr)));
+        }
+        let secondary = Map::from_iter_dedup(secondary);
+        let labels = secondary.keys().iter().map(|k| k.to_string()).collect();
+        self.id += 1;
+        let _ = self.oracle.track(self.id, AddressableTrackedPeers::new(self.validators.clone(), secondary));
+        tracing::info!(followers = followers.len(), file = %self.file.display(), "followers reloaded");
+        Some(labels)
+    }
 }
 
 /// Validators and followers connected now, read off the p2p tracker's own

@@ -228,3 +228,34 @@ fn a_follower_holds_writes_until_a_validator_takes_them() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A follower added to the validators' followers file while they run is
+/// accepted within seconds, without restarting them.
+#[test]
+fn a_follower_joins_without_restarting_the_validators() {
+    let dir = std::env::temp_dir().join(format!("sluice-net-join-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let configs = testnet_init(&dir, 4, &["--followers", "1"]);
+    let file = dir.join("followers.toml");
+    let listed = std::fs::read_to_string(&file).expect("followers.toml");
+    std::fs::write(&file, "").expect("empty the followers file");
+    let mut validators: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
+    wait_network_up(&validators);
+    let mut follower = start_validator(&dir.join("f0").join("sluice.toml"), &[]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(follower.metric("sluice_consensus_peers_connected "), Some(0.0), "not listed: refused");
+    assert_eq!(height(&follower), 0);
+
+    std::fs::write(&file, listed).expect("list the follower");
+    wait_height(&follower, height(&validators[0]), "the follower once listed");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while validators[0].metric("sluice_consensus_followers_connected ") != Some(1.0) {
+        assert!(Instant::now() < deadline, "v0 does not count the follower");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for node in validators.iter_mut().chain(std::iter::once(&mut follower)) {
+        let status = node.terminate();
+        assert!(status.success(), "a node did not exit cleanly: {status}; log:\n{}", node.log());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -163,7 +163,7 @@ class Net:
         return self.base + 3 * n + 2
 
     def start(self, name, env=None):
-        e = dict(os.environ, RUST_LOG="warn", **(env or {}))
+        e = dict(os.environ, **{"RUST_LOG": "warn", **(env or {})})
         log = open(os.path.join(self.work, f"{name}.log"), "a")
         nice = ["nice", "-n", str(NICE_FOLLOWERS)] if name.startswith("f") and NICE_FOLLOWERS else []
         self.procs[name] = (subprocess.Popen(nice + [SLUICE, "node", "--config", os.path.join(self.work, "net", name, "sluice.toml")],

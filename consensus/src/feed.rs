@@ -5,9 +5,10 @@
 //! (`consensus_subscribe`, `consensus_getFinalized`) so that followers can
 //! follow any node, checking each certificate against the validator set.
 //!
-//! Off the pipeline's path: the forwarder offers each block to a bounded
-//! queue without waiting (a full queue drops it from the feed, counted),
-//! and this task asks marshal for the certificate.
+//! Beside the pipeline's path: the forwarder hands each block to a bounded
+//! queue (waiting for room, so the feed has no gaps: a follower of it
+//! could not get past one), and this task asks marshal for the
+//! certificate.
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use sluice_messages::{FinalizedItem, SealedBlock};
 use crate::{backend::Backend, block::ChainBlock, engine::MarshalMailbox, metrics as m};
 
 /// Finalized blocks waiting for their certificate: a few seconds of
-/// blocks. Past it the forwarder drops from the feed rather than wait.
+/// steady-state blocks, so the forwarder rarely waits.
 pub(crate) const PUBLISH_QUEUE: usize = 64;
 
 /// Publishes each block on `blocks` with its certificate, until the

@@ -96,8 +96,8 @@ impl<B: Backend> Reporter for Sink<B> {
 /// blocks marshal had processed (acknowledged) that the store lost (a
 /// crash after the acknowledgement, or grouped syncs) are fed again, read
 /// from marshal's archive by `fetch`.
-/// Each block marshal delivers is also offered to `feed` (when the node
-/// serves the finalized-block feed), without waiting.
+/// Each block marshal delivers is also handed to `feed` (when the node
+/// serves the finalized-block feed), before the pipeline gets it.
 pub(crate) async fn forward<B, F, Fut>(
     rx: flume::Receiver<Finalized>,
     backend: B,
@@ -144,8 +144,13 @@ pub(crate) async fn forward<B, F, Fut>(
             metrics::gauge!(m::VERIFIED_HEIGHT).set(state_ref.height as f64);
         }
         if let Some(feed) = &feed {
-            if feed.try_send(Arc::clone(&block)).is_err() {
-                metrics::counter!(m::FEED_UNPUBLISHED, "reason" => "queue_full").increment(1);
+            // Waits for room: a block left off would leave a gap that every
+            // follower of this feed past it could only skip by another
+            // upstream (a catch-up delivers blocks faster than steady
+            // state, and filled a queue that dropped). Publishing is a
+            // certificate read and an encoding, far quicker than execution.
+            if feed.send_async(Arc::clone(&block)).await.is_err() {
+                metrics::counter!(m::FEED_UNPUBLISHED, "reason" => "publisher_stopped").increment(1);
             }
         }
         match backend.committed_block(number) {

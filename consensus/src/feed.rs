@@ -32,16 +32,20 @@ pub(crate) async fn publish<B: Backend>(
 ) {
     while let Ok(block) = blocks.recv_async().await {
         let height = block.header.number;
-        let Some(finalization) = marshal.get_finalization(Height::new(height)).await else {
-            // Marshal keeps a certificate for every height it delivered
-            // (pruned only far below): a miss is worth a look, not a halt.
-            tracing::debug!(height, "no finalization kept for a delivered block: not published");
-            metrics::counter!(m::FEED_UNPUBLISHED, "reason" => "no_certificate").increment(1);
-            continue;
+        // A block this node backfilled has no certificate of its own
+        // (marshal fetched it as an ancestor of a finalized one): it goes
+        // out without one, and a follower holds it until a certified
+        // descendant proves it final (`upstream.rs`).
+        let finalization = match marshal.get_finalization(Height::new(height)).await {
+            Some(f) => Bytes::from(f.encode().to_vec()),
+            None => {
+                metrics::counter!(m::FEED_UNCERTIFIED).increment(1);
+                Bytes::new()
+            }
         };
         backend.publish_finalized(FinalizedItem {
             height,
-            finalization: Bytes::from(finalization.encode().to_vec()),
+            finalization,
             block: Bytes::from(ChainBlock(block).encode().to_vec()),
         });
     }

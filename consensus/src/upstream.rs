@@ -81,33 +81,69 @@ pub(crate) enum UpstreamError {
     Stopped,
 }
 
-/// Checks one feed item against the validator set and the height this
-/// node expects next; returns the block to execute.
-pub(crate) fn check_item(
-    scheme: &ed25519::Scheme,
-    limits: &BlockLimits,
-    item: &FinalizedItem,
-    expected: u64,
-) -> Result<Arc<SealedBlock>, String> {
-    if item.height != expected {
-        return Err(format!("expected height {expected}"));
+/// Blocks a follower holds without a certificate of their own, waiting
+/// for a certified descendant: as many as a feed keeps by default.
+pub(crate) const MAX_UNCERTIFIED: usize = 1024;
+
+/// Where a follower over the feed stands: the next height to execute, the
+/// hash of the block before it, and blocks received without their own
+/// certificate (a node that backfilled them has none: marshal fetches a
+/// finalized block's ancestors by digest), held until a certified
+/// descendant proves them final by its parent hashes.
+pub(crate) struct Tail {
+    pub(crate) next: u64,
+    pub(crate) last_hash: alloy_primitives::B256,
+    pub(crate) pending: Vec<(FinalizedItem, Arc<SealedBlock>)>,
+}
+
+impl Tail {
+    /// Takes one feed item; returns the blocks it proves final, in order
+    /// (none while it waits for a certified descendant), or why the item
+    /// is refused. Each block must be the next height and extend the one
+    /// before it; a certificate must verify against the validator set and
+    /// finalize exactly that block.
+    pub(crate) fn take(
+        &mut self,
+        scheme: &ed25519::Scheme,
+        limits: &BlockLimits,
+        item: FinalizedItem,
+    ) -> Result<Vec<(FinalizedItem, Arc<SealedBlock>)>, String> {
+        let expected = self.next + self.pending.len() as u64;
+        if item.height != expected {
+            return Err(format!("expected height {expected}"));
+        }
+        let block = ChainBlock::decode_cfg(item.block.to_vec(), limits).map_err(|e| format!("block: {e}"))?.0;
+        if block.header.number != item.height {
+            return Err(format!("the block is at height {}", block.header.number));
+        }
+        let parent = self.pending.last().map_or(self.last_hash, |(_, b)| b.hash);
+        if block.header.parent_hash != parent {
+            return Err(format!("the block does not extend {parent}"));
+        }
+        if item.finalization.is_empty() {
+            if self.pending.len() >= MAX_UNCERTIFIED {
+                return Err(format!("more than {MAX_UNCERTIFIED} blocks in a row without a certificate"));
+            }
+            self.pending.push((item, block));
+            return Ok(Vec::new());
+        }
+        let finalization = Finalization::<ed25519::Scheme, Digest>::decode_cfg(
+            item.finalization.to_vec(),
+            &scheme.certificate_codec_config(),
+        )
+        .map_err(|e| format!("undecodable finalization: {e}"))?;
+        if !finalization.verify(&mut commonware_utils::sys_rng(), scheme, &Sequential) {
+            return Err("finalization does not verify against the validator set".into());
+        }
+        if digest_of(&block.hash) != finalization.proposal.payload {
+            return Err("the block is not the one its certificate finalizes".into());
+        }
+        let mut done = std::mem::take(&mut self.pending);
+        done.push((item, block));
+        self.next += done.len() as u64;
+        self.last_hash = done.last().map_or(self.last_hash, |(_, b)| b.hash);
+        Ok(done)
     }
-    let finalization = Finalization::<ed25519::Scheme, Digest>::decode_cfg(
-        item.finalization.to_vec(),
-        &scheme.certificate_codec_config(),
-    )
-    .map_err(|e| format!("undecodable finalization: {e}"))?;
-    if !finalization.verify(&mut commonware_utils::sys_rng(), scheme, &Sequential) {
-        return Err("finalization does not verify against the validator set".into());
-    }
-    let block = ChainBlock::decode_cfg(item.block.to_vec(), limits).map_err(|e| format!("block: {e}"))?;
-    if digest_of(&block.0.hash) != finalization.proposal.payload {
-        return Err("the block is not the one its certificate finalizes".into());
-    }
-    if block.0.header.number != item.height {
-        return Err(format!("the block is at height {}", block.0.header.number));
-    }
-    Ok(block.0)
 }
 
 /// A follower's link to its upstreams.
@@ -126,23 +162,31 @@ impl<B: Backend> Upstreams<B> {
     /// Follows the upstreams in turn until `stopped` says so, the node
     /// halts or the pipeline closes.
     pub(crate) fn run(self, stopped: impl Fn() -> bool) {
-        let mut next = *self.backend.committed().borrow() + 1;
+        let committed = *self.backend.committed().borrow();
+        let Some((last_hash, _)) = self.backend.committed_block(committed) else {
+            self.backend.halt(format!("follower: committed block {committed} is not readable"));
+            return;
+        };
+        let mut tail = Tail { next: committed + 1, last_hash, pending: Vec::new() };
         let mut backoff = FIRST_BACKOFF;
         let mut forward = Forwarder::start(self.backend.clone(), self.max_tx_bytes);
         for url in self.urls.iter().cycle() {
             if stopped() || self.backend.halted().is_some() {
                 return;
             }
-            let before = next;
-            match self.follow(url, &mut next, &mut forward, &stopped) {
+            let before = tail.next;
+            // What an upstream sent without a certificate is asked again
+            // of the next one.
+            tail.pending.clear();
+            match self.follow(url, &mut tail, &mut forward, &stopped) {
                 Ok(()) => return,
                 Err(UpstreamError::Stopped) => return,
                 Err(e) => {
                     metrics::counter!(m::UPSTREAM_FAILURES).increment(1);
-                    tracing::warn!(upstream = %url, next, error = %e, "upstream left; trying the next");
+                    tracing::warn!(upstream = %url, next = tail.next, error = %e, "upstream left; trying the next");
                 }
             }
-            backoff = if next > before { FIRST_BACKOFF } else { (backoff * 2).min(MAX_BACKOFF) };
+            backoff = if tail.next > before { FIRST_BACKOFF } else { (backoff * 2).min(MAX_BACKOFF) };
             let until = Instant::now() + backoff;
             while Instant::now() < until && !stopped() {
                 std::thread::sleep(READ_TICK);
@@ -154,7 +198,7 @@ impl<B: Backend> Upstreams<B> {
     fn follow(
         &self,
         url: &str,
-        next: &mut u64,
+        tail: &mut Tail,
         forward: &mut Forwarder,
         stopped: &impl Fn() -> bool,
     ) -> Result<(), UpstreamError> {
@@ -163,10 +207,10 @@ impl<B: Backend> Upstreams<B> {
         if let Some(h) = latest.get("height").and_then(Value::as_str).and_then(parse_quantity) {
             self.seen_finalized(h);
         }
-        call(&mut ws, 2, "consensus_subscribe", json!(["finalized", format!("{:#x}", *next)]))?;
-        tracing::info!(upstream = %url, from = *next, "following the upstream's finalized blocks");
+        call(&mut ws, 2, "consensus_subscribe", json!(["finalized", format!("{:#x}", tail.next)]))?;
+        tracing::info!(upstream = %url, from = tail.next, "following the upstream's finalized blocks");
         metrics::gauge!(m::UPSTREAM_CONNECTED).set(1.0);
-        let result = self.read_items(&mut ws, next, forward, stopped);
+        let result = self.read_items(&mut ws, tail, forward, stopped);
         metrics::gauge!(m::UPSTREAM_CONNECTED).set(0.0);
         let _ = ws.close(None);
         result
@@ -177,7 +221,7 @@ impl<B: Backend> Upstreams<B> {
     fn read_items(
         &self,
         ws: &mut WebSocket<MaybeTlsStream<TcpStream>>,
-        next: &mut u64,
+        tail: &mut Tail,
         forward: &mut Forwarder,
         stopped: &impl Fn() -> bool,
     ) -> Result<(), UpstreamError> {
@@ -223,17 +267,20 @@ impl<B: Backend> Upstreams<B> {
             }
             let item = parse_item(&msg["params"]["result"])
                 .ok_or_else(|| UpstreamError::Protocol(format!("malformed item: {msg}")))?;
-            let block = check_item(&self.scheme, &self.limits, &item, *next).map_err(|why| {
-                metrics::counter!(m::FOLLOWER_FINALIZATIONS, "outcome" => "forged").increment(1);
-                UpstreamError::Refused { height: item.height, why }
-            })?;
-            metrics::counter!(m::FOLLOWER_FINALIZATIONS, "outcome" => "accepted").increment(1);
             let height = item.height;
-            self.seen_finalized(height);
-            futures::executor::block_on(self.backend.deliver(block, Box::new(|| {})))
-                .map_err(|_| UpstreamError::Stopped)?;
-            self.backend.publish_finalized(item);
-            *next = height + 1;
+            let proven = tail.take(&self.scheme, &self.limits, item).map_err(|why| {
+                metrics::counter!(m::FOLLOWER_FINALIZATIONS, "outcome" => "forged").increment(1);
+                UpstreamError::Refused { height, why }
+            })?;
+            for (item, block) in proven {
+                if !item.finalization.is_empty() {
+                    metrics::counter!(m::FOLLOWER_FINALIZATIONS, "outcome" => "accepted").increment(1);
+                }
+                self.seen_finalized(item.height);
+                futures::executor::block_on(self.backend.deliver(block, Box::new(|| {})))
+                    .map_err(|_| UpstreamError::Stopped)?;
+                self.backend.publish_finalized(item);
+            }
         }
     }
 }
@@ -381,6 +428,7 @@ impl Forwarder {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+    use alloy_primitives::B256;
     use commonware_codec::Encode as _;
     use commonware_cryptography::{ed25519::PrivateKey, Signer as _};
     use commonware_utils::ordered::Set;
@@ -388,10 +436,10 @@ mod tests {
 
     use super::*;
 
-    fn block(number: u64) -> Arc<SealedBlock> {
+    fn block(number: u64, parent_hash: B256) -> Arc<SealedBlock> {
         let header = BlockHeader {
             number,
-            parent_hash: alloy_primitives::B256::repeat_byte(1),
+            parent_hash,
             timestamp: number,
             coinbase: alloy_primitives::Address::ZERO,
             gas_limit: 30_000_000,
@@ -421,27 +469,50 @@ mod tests {
         }
     }
 
+    fn item(b: &Arc<SealedBlock>, finalization: Vec<u8>) -> FinalizedItem {
+        FinalizedItem {
+            height: b.header.number,
+            finalization: finalization.into(),
+            block: ChainBlock(Arc::clone(b)).encode().to_vec().into(),
+        }
+    }
+
     #[test]
-    fn an_item_checks_only_with_its_own_block_at_the_expected_height() {
+    fn blocks_are_final_with_their_own_certificate_or_a_certified_descendants() {
         let keys: Vec<PrivateKey> = (0..4).map(PrivateKey::from_seed).collect();
         let scheme =
             ed25519::Scheme::verifier(b"ns", Set::from_iter_dedup(keys.iter().map(|k| k.public_key())));
-        let b = block(7);
-        let certificate = finalization(&keys, b.hash.0, false);
-        let item = FinalizedItem {
-            height: 7,
-            finalization: certificate.clone().into(),
-            block: ChainBlock(Arc::clone(&b)).encode().to_vec().into(),
-        };
-        assert_eq!(check_item(&scheme, &limits(), &item, 7).unwrap().hash, b.hash);
-        assert!(check_item(&scheme, &limits(), &item, 8).unwrap_err().contains("expected height 8"));
-        let other = FinalizedItem { block: ChainBlock(block(6)).encode().to_vec().into(), ..item.clone() };
-        assert!(check_item(&scheme, &limits(), &other, 7).unwrap_err().contains("not the one"));
-        let forged =
-            FinalizedItem { finalization: finalization(&keys, b.hash.0, true).into(), ..item.clone() };
-        assert!(check_item(&scheme, &limits(), &forged, 7).is_err());
-        let garbage = FinalizedItem { block: vec![1, 2, 3].into(), ..item };
-        assert!(check_item(&scheme, &limits(), &garbage, 7).unwrap_err().starts_with("block:"));
+        let b7 = block(7, B256::repeat_byte(1));
+        let b8 = block(8, b7.hash);
+        let b9 = block(9, b8.hash);
+        let fresh = || Tail { next: 7, last_hash: B256::repeat_byte(1), pending: Vec::new() };
+
+        let mut tail = fresh();
+        let done = tail.take(&scheme, &limits(), item(&b7, finalization(&keys, b7.hash.0, false))).unwrap();
+        assert_eq!(done.len(), 1);
+        assert_eq!((tail.next, tail.last_hash), (8, b7.hash));
+        // Backfilled blocks come without one: held until a descendant's.
+        assert!(tail.take(&scheme, &limits(), item(&b8, Vec::new())).unwrap().is_empty());
+        let done = tail.take(&scheme, &limits(), item(&b9, finalization(&keys, b9.hash.0, false))).unwrap();
+        assert_eq!(done.iter().map(|(_, b)| b.header.number).collect::<Vec<_>>(), [8, 9]);
+        assert_eq!((tail.next, tail.last_hash), (10, b9.hash));
+
+        let refused = |it: FinalizedItem| fresh().take(&scheme, &limits(), it).unwrap_err();
+        assert!(refused(item(&b8, Vec::new())).contains("expected height 7"));
+        let stranger = block(7, B256::repeat_byte(2));
+        assert!(refused(item(&stranger, Vec::new())).contains("does not extend"));
+        assert!(refused(item(&b7, finalization(&keys, b8.hash.0, false))).contains("not the one"));
+        assert!(refused(item(&b7, finalization(&keys, b7.hash.0, true))).contains("does not verify"));
+        let garbage = FinalizedItem { block: vec![1, 2, 3].into(), ..item(&b7, Vec::new()) };
+        assert!(refused(garbage).starts_with("block:"));
+        // A certificate over a block whose parents were never linked to
+        // this node's head proves nothing here.
+        let mut tail = fresh();
+        tail.take(&scheme, &limits(), item(&b7, Vec::new())).unwrap();
+        let b8_other = block(8, B256::repeat_byte(3));
+        assert!(tail
+            .take(&scheme, &limits(), item(&b8_other, finalization(&keys, b8_other.hash.0, false)))
+            .is_err());
     }
 
     #[test]

@@ -151,15 +151,25 @@ fn a_follower_follows_a_followers_feed_and_fails_over() {
     let _ = std::fs::remove_dir_all(&dir);
     let configs = testnet_init(&dir, 4, &["--followers", "2"]);
     let mut validators: Vec<TestNode> = configs.iter().map(|c| start_validator(c, &[])).collect();
-    let mut f0 = start_validator(&dir.join("f0").join("sluice.toml"), &[]);
     wait_network_up(&validators);
-    wait_height(&f0, 2, "f0 following");
+    // Started late, f0 backfills the first blocks, some without a
+    // certificate of their own to serve (a certified descendant's proves
+    // them final: `upstream.rs`'s unit tests).
+    wait_height(&validators[0], 6, "the validators' first blocks");
+    let mut f0 = start_validator(&dir.join("f0").join("sluice.toml"), &[]);
+    wait_height(&f0, height(&validators[0]), "f0 following");
 
     let dead = format!("ws://127.0.0.1:{}", free_port());
     let upstreams = format!("{dead},{},{}", ws_url(&f0), ws_url(&validators[2]));
     let mut f1 =
         start_validator(&dir.join("f1").join("sluice.toml"), &[("SLUICE_FOLLOWER__UPSTREAMS", &upstreams)]);
     wait_height(&f1, height(&validators[0]), "f1 following f0's feed");
+    assert_eq!(
+        f1.metric("sluice_follower_upstream_failures_total "),
+        Some(1.0),
+        "only the dead upstream was left: f0's feed served every block from 1; log:\n{}",
+        f1.log()
+    );
 
     // Writes through the feed follower reach the validators.
     let s = dev(1);

@@ -16,6 +16,7 @@ use sluice_consensus::{
     ValidatorConfig,
 };
 use sluice_messages::{RecoveredTx, SealedBlock};
+use sluice_store::Halt;
 use tokio::sync::watch;
 
 /// The actor pipeline as consensus sees it.
@@ -55,18 +56,16 @@ impl Backend for ActorBackend {
         store.block(height).map(|b| (b.block.hash, b.app_hash))
     }
 
-    fn halted(&self) -> Option<String> {
+    fn halted(&self) -> Option<Halt> {
         self.0.store().halted()
     }
 
-    fn halt(&self, reason: String) {
-        tracing::error!(%reason, "halting");
-        self.0.store().halt(reason);
-    }
-
-    fn halt_diverged(&self, height: u64, reason: String) {
-        tracing::error!(height, %reason, "halting: this node's state is wrong");
-        self.0.store().halt_diverged(height, reason);
+    fn halt(&self, halt: Halt) {
+        match halt.wrong_from() {
+            Some(height) => tracing::error!(height, reason = %halt, "halting: this node's state is wrong"),
+            None => tracing::error!(reason = %halt, "halting"),
+        }
+        self.0.store().halt(halt);
     }
 
     fn finalized(&self, height: u64) {

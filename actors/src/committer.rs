@@ -36,7 +36,7 @@ use actix::prelude::*;
 use alloy_primitives::{Address, B256};
 use tokio::sync::oneshot;
 
-use sluice_store::{ChainEvents, Store};
+use sluice_store::{ChainEvents, Halt, Store};
 use sluice_txpool::PendingTxs;
 
 use crate::{
@@ -220,7 +220,7 @@ impl Stage for Committer {
                 }
                 Err(e) => {
                     tracing::error!(number, error = %e, "commit failed; the node stops producing and executing");
-                    self.store.halt(e.to_string());
+                    self.store.halt(Halt::CommitFailed { height: number, cause: e.to_string() });
                     metrics::gauge!(m::STORE_HALTED).set(1.0);
                     report_lost(&self.pending, &format!("commit of block {number} failed: {e}"));
                     return Ok(());

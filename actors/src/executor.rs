@@ -27,7 +27,7 @@ use actix::prelude::*;
 use alloy_primitives::Address;
 use sluice_executor::BlockExecutor;
 use sluice_messages::{ExecutedBlock, PreparedBlock, PreparedTx};
-use sluice_store::{Layer, Overlay, StateReader, Store};
+use sluice_store::{Halt, Layer, Overlay, StateReader, Store};
 
 use crate::{
     faults::{self, Site},
@@ -84,7 +84,7 @@ impl Executor {
                 // Only a state read can fail; executing on state we could
                 // not read would diverge, so the node halts instead.
                 tracing::error!(number, error = %e, "block execution failed; halting the store");
-                self.overlay.base().halt(format!("execution of block {number} failed: {e}"));
+                self.overlay.base().halt(Halt::ExecutionFailed { height: number, cause: e.to_string() });
                 metrics::gauge!(m::STORE_HALTED).set(1.0);
                 return None;
             }

@@ -23,7 +23,9 @@ use sluice_executor::{ExecConfig, OccExecutor};
 use sluice_txpool::{dev_accounts, AdmissionRules, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
 
-use sluice_store::{ChainEvents, DurableOptions, Genesis, GenesisAccount, StateReader, Store, SyncPolicy};
+use sluice_store::{
+    ChainEvents, DurableOptions, Genesis, GenesisAccount, Halt, StateReader, Store, SyncPolicy,
+};
 use sluice_txpool::PendingTxs;
 
 use crate::admission::Admission;
@@ -68,9 +70,10 @@ pub enum NodeError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The store halted after a failed commit; the node stopped with it.
+    /// The store halted (a failed commit, a wrong state, supervision gave
+    /// up); the node stopped with it.
     #[error("store halted: {0}")]
-    Halted(String),
+    Halted(Halt),
     /// The data dir could not be opened (another chain, corrupt, I/O).
     #[error(transparent)]
     Store(#[from] sluice_store::StoreError),
@@ -549,9 +552,9 @@ fn install_faults(cfg: &Config, store: &Arc<Store>) -> Result<(), NodeError> {
         retry_backoff: Duration::from_millis(s.retry_backoff_ms),
     };
     let weak = Arc::downgrade(store);
-    crate::supervise::install(policy, move |reason| {
+    crate::supervise::install(policy, move |halt| {
         if let Some(store) = weak.upgrade() {
-            store.halt(reason);
+            store.halt(halt);
         }
         metrics::gauge!(m::STORE_HALTED).set(1.0);
     });
@@ -587,7 +590,7 @@ fn spawn_sampler(
                 tracing::error!(%reason, "the store halted: writes stopped, reads of memory go on");
             }
             if let Some(reason) = &halted {
-                crate::supervise::report_lost(&pending, reason);
+                crate::supervise::report_lost(&pending, &reason.to_string());
             }
             was_halted = halted.is_some();
             metrics::gauge!(m::STORE_HALTED).set(if was_halted { 1.0 } else { 0.0 });

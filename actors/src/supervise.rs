@@ -23,6 +23,7 @@ use std::{
 };
 
 use parking_lot::{const_mutex, const_rwlock, Mutex, RwLock};
+use sluice_store::Halt;
 
 use crate::{
     faults::{Action, Failpoint, Site},
@@ -42,7 +43,7 @@ pub struct Policy {
     pub retry_backoff: Duration,
 }
 
-type HaltHook = Box<dyn Fn(String) + Send + Sync>;
+type HaltHook = Box<dyn Fn(Halt) + Send + Sync>;
 
 static POLICY: RwLock<Policy> = const_rwlock(Policy {
     max_failures: 5,
@@ -53,7 +54,7 @@ static HALT: Mutex<Option<HaltHook>> = const_mutex(None);
 
 /// Sets the policy and what halting the node means (the node latches its
 /// store), and registers every actor's restart counter at zero.
-pub fn install(policy: Policy, halt: impl Fn(String) + Send + Sync + 'static) {
+pub fn install(policy: Policy, halt: impl Fn(Halt) + Send + Sync + 'static) {
     *POLICY.write() = policy;
     *HALT.lock() = Some(Box::new(halt));
     for site in Site::ALL {
@@ -202,15 +203,17 @@ impl Supervisor {
             return Verdict::Retry;
         }
         self.halted = true;
-        let reason = format!(
-            "actor {} failed {} times within {} ms (last: {reason})",
-            self.site.name(),
-            self.recent.len(),
-            policy.window.as_millis()
-        );
-        tracing::error!(actor = self.site.name(), %reason, "too many failures; halting the node");
-        if let Some(halt) = HALT.lock().as_ref() {
-            halt(reason);
+        let halt = Halt::GaveUp {
+            site: self.site.name().to_string(),
+            cause: format!(
+                "failed {} times within {} ms (last: {reason})",
+                self.recent.len(),
+                policy.window.as_millis()
+            ),
+        };
+        tracing::error!(actor = self.site.name(), reason = %halt, "too many failures; halting the node");
+        if let Some(hook) = HALT.lock().as_ref() {
+            hook(halt);
         }
         Verdict::Halted
     }

@@ -7,6 +7,7 @@ use std::{future::Future, sync::Arc};
 use alloy_primitives::{map::B256Set, Bytes, B256};
 pub use sluice_messages::{Built, FinalizedItem, OnCommit, Parent, PipelineClosed};
 use sluice_messages::{RecoveredTx, SealedBlock, StateRef};
+use sluice_state::Halt;
 use tokio::sync::watch;
 
 /// A request to seal a proposal.
@@ -55,13 +56,11 @@ pub trait Backend: Clone + Send + Sync + 'static {
     /// them on; returns once each was admitted or refused.
     fn admit_from_peer(&self, txs: Vec<Bytes>) -> impl Future<Output = ()> + Send;
     /// Why the node halted, if it did.
-    fn halted(&self) -> Option<String>;
-    /// Halts the node (the pipeline cannot take what consensus decided).
-    fn halt(&self, reason: String);
-    /// Halts the node because its state is wrong from `height` on (it
-    /// committed another block there than the one finalized): it answers
-    /// no state reads any more.
-    fn halt_diverged(&self, height: u64, reason: String);
+    fn halted(&self) -> Option<Halt>;
+    /// Halts the node: the pipeline cannot take what consensus decided
+    /// (a [`Halt::Consensus`]), or this node's state is wrong (a
+    /// [`Halt::Forked`]: it answers no state reads any more).
+    fn halt(&self, halt: Halt);
     /// Consensus has seen blocks finalized up to `height` (this node may
     /// not have committed them yet: `eth_syncing` reports the gap).
     fn finalized(&self, height: u64);

@@ -41,6 +41,7 @@ use commonware_utils::{ordered::Set, NZDuration, NZUsize, NZU16, NZU64};
 use parking_lot::Mutex;
 use rand_core::CryptoRng;
 use sluice_messages::SealedBlock;
+use sluice_state::Halt;
 
 use crate::{
     app::SluiceApp,
@@ -405,10 +406,9 @@ where
             prefix,
             dir: setup.storage_dir.clone(),
         };
-        handles.push(
-            ctx.child("archive_pruner")
-                .spawn(move |ctx| keeper.run(ctx, move |h| marshal.prune(h), move |why| backend.halt(why))),
-        );
+        handles.push(ctx.child("archive_pruner").spawn(move |ctx| {
+            keeper.run(ctx, move |h| marshal.prune(h), move |cause| backend.halt(Halt::Consensus { cause }))
+        }));
     }
     Ok(Marshaled { handles, marshal, proposals, epocher, page_cache })
 }

@@ -35,6 +35,8 @@ use commonware_cryptography::{ed25519::PublicKey, keccak256::Digest, Digested};
 use commonware_utils::{acknowledgement::Exact, ordered::Set, Acknowledgement, Participant};
 use parking_lot::Mutex;
 
+use sluice_state::Halt;
+
 use crate::{backend::Backend, block::ChainBlock, metrics as m, proposals::OwnProposals};
 
 /// A finalized block and marshal's acknowledgement for it.
@@ -82,9 +84,10 @@ impl<B: Backend> Reporter for Sink<B> {
                     // Marshal never has more than the mailbox's capacity
                     // unacknowledged, so this is a wiring fault. Dropping the
                     // acknowledgement would stall marshal silently: halt loudly.
-                    let reason = format!("finalized-block mailbox refused a block: {e}");
-                    tracing::error!(%reason);
-                    self.backend.halt(reason);
+                    let halt =
+                        Halt::Consensus { cause: format!("finalized-block mailbox refused a block: {e}") };
+                    tracing::error!(reason = %halt);
+                    self.backend.halt(halt);
                 }
             }
         }
@@ -119,7 +122,9 @@ pub(crate) async fn forward<B, F, Fut>(
         );
         for h in committed + 1..=processed {
             let Some(block) = fetch(h).await else {
-                backend.halt(format!("finalized block {h} is missing from the consensus archive"));
+                backend.halt(Halt::Consensus {
+                    cause: format!("finalized block {h} is missing from the consensus archive"),
+                });
                 return;
             };
             if backend.deliver(block.0, Box::new(|| {})).await.is_err() {
@@ -159,10 +164,7 @@ pub(crate) async fn forward<B, F, Fut>(
                 continue;
             }
             Some((mine, _)) => {
-                backend.halt_diverged(
-                    number,
-                    format!("fork: block {number} was finalized as {hash}, but this node committed {mine}"),
-                );
+                backend.halt(Halt::Forked { height: number, ours: mine, finalized: hash });
                 return;
             }
             None => {}

@@ -34,6 +34,7 @@ use commonware_cryptography::{certificate::Verifier as _, keccak256::Digest};
 use commonware_parallel::Sequential;
 use serde_json::{json, Value};
 use sluice_messages::{FinalizedItem, SealedBlock};
+use sluice_state::Halt;
 use tungstenite::{stream::MaybeTlsStream, Message, WebSocket};
 
 use crate::{
@@ -164,7 +165,9 @@ impl<B: Backend> Upstreams<B> {
     pub(crate) fn run(self, stopped: impl Fn() -> bool) {
         let committed = *self.backend.committed().borrow();
         let Some((last_hash, _)) = self.backend.committed_block(committed) else {
-            self.backend.halt(format!("follower: committed block {committed} is not readable"));
+            self.backend.halt(Halt::Consensus {
+                cause: format!("follower: committed block {committed} is not readable"),
+            });
             return;
         };
         let mut tail = Tail { next: committed + 1, last_hash, pending: Vec::new() };

@@ -41,7 +41,7 @@ pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredB
             INTERNAL_ERROR,
             format!(
                 "block {number} could not be read: {}",
-                s.store.halted().unwrap_or_else(|| "the store is closed".into())
+                s.store.halted().map_or_else(|| "the store is closed".into(), |h| h.to_string())
             ),
         )),
     }

@@ -52,14 +52,14 @@ impl SyncStatus {
 }
 
 /// Refuses reads of state, receipts and calls on a node whose state is
-/// known wrong (see [`Store::halt_diverged`]), naming the halt and its
+/// known wrong (see [`Store::diverged`]), naming the halt and its
 /// height; after any other halt (a full disk) reads are served.
 pub fn state_readable(store: &Store) -> Result<(), RpcError> {
     match store.diverged() {
         None => Ok(()),
-        Some((height, reason)) => Err(RpcError::new(
+        Some((height, halt)) => Err(RpcError::new(
             SERVER_ERROR,
-            format!("this node halted: its state is wrong from height {height} ({reason}); ask another node"),
+            format!("this node halted: its state is wrong from height {height} ({halt}); ask another node"),
         )),
     }
 }

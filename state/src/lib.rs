@@ -4,7 +4,13 @@
 //! Like revm's `database/interface` crate beside its databases: the
 //! executor reads state through [`StateReader`] and knows nothing of the
 //! store; the store, its overlays of executed-but-uncommitted blocks and
-//! the test states implement it.
+//! the test states implement it. The store's errors ([`StoreError`]) and
+//! the reason it halts ([`Halt`], in [`halt`]) live here too, so every crate
+//! that reads state names them the same way.
+
+pub mod halt;
+
+pub use halt::Halt;
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 
@@ -40,12 +46,16 @@ pub enum StoreError {
     /// the operator (nothing matches on it).
     #[error("corrupt store: {0}")]
     Corrupt(String),
-    /// An earlier commit failed, or consensus found this node's state
-    /// wrong; the store accepts no more writes. The reason is the first
-    /// failure's text, given to every later caller (the failure itself
-    /// was returned once, to the commit that met it).
-    #[error("store halted after a failed commit: {0}")]
-    Halted(String),
+    /// The store halted (an earlier commit failed, consensus found this
+    /// node's state wrong, supervision gave up): it accepts no more writes.
+    /// The first halt, given to every later caller (the failure itself was
+    /// returned once, to whatever met it).
+    #[error("store halted: {0}")]
+    Halted(Halt),
+    /// The store was closed at shutdown: reads of the database and commits
+    /// fail from then on.
+    #[error("the store was closed at shutdown")]
+    Closed,
     /// State at a block older than the node keeps (pruned, or committed
     /// before the data dir kept history). geth's wording for the same.
     #[error("missing trie node: state of block {block} is not available (the oldest block with state is {oldest})")]

@@ -22,7 +22,7 @@ use crate::{
     state::MemState,
     tables::StoredBlock,
     write::Priors,
-    Account, Genesis, StateReader, StoreError,
+    Account, Genesis, Halt, StateReader, StoreError,
 };
 
 /// Where a committed transaction lives.
@@ -49,12 +49,13 @@ struct Inner {
     /// transaction in `recent` (up to ~640k) grows by rehashing the whole
     /// of it, which held a commit for 140-190 ms.
     txs: Option<HashMap<B256, TxLocation>>,
-    halted: Option<String>,
-    /// Set with `halted` when the halt says this node's state is wrong
-    /// (another app hash than a quorum's, a fork): the first height it
-    /// concerns, and why. Reads of state and receipts are refused then;
-    /// after any other halt (a full disk) they are served.
-    diverged: Option<(u64, String)>,
+    /// The first halt: every later commit fails with it.
+    halted: Option<Halt>,
+    /// The first halt that says this node's state is wrong (another app
+    /// hash than a quorum's, a fork; see [`Halt::wrong_from`]), even when
+    /// another halt came first. Reads of state and receipts are refused
+    /// then; after any other halt (a full disk) they are served.
+    diverged: Option<(u64, Halt)>,
 }
 
 impl Inner {
@@ -531,8 +532,8 @@ impl Store {
         self.read_errors.load(Ordering::Relaxed)
     }
 
-    /// The error that halted the store, if any.
-    pub fn halted(&self) -> Option<String> {
+    /// Why the store halted, if it did.
+    pub fn halted(&self) -> Option<Halt> {
         self.inner.read().halted.clone()
     }
 
@@ -588,7 +589,7 @@ impl Store {
             if matches!(e, StoreError::HistoryPruned { .. }) {
                 // Pruned while being read: an answer, not a failure.
             } else if is_damage(e) {
-                self.halt(e.to_string());
+                self.halt(Halt::Damaged { cause: e.to_string() });
             } else {
                 self.read_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(error = %e, "a read of the database failed; answered with the error, the store goes on");
@@ -605,7 +606,7 @@ impl Store {
 
     /// The open database, or the error a read of a closed store answers.
     fn open_disk(&self) -> Result<MappedRwLockReadGuard<'_, Db>, StoreError> {
-        self.disk().ok_or_else(|| StoreError::Halted("the store was closed at shutdown".into()))
+        self.disk().ok_or(StoreError::Closed)
     }
 
     /// Closes the database, making every commit durable and marking it
@@ -624,8 +625,8 @@ impl Store {
     pub fn commit(&self, executed: &ExecutedBlock) -> Result<CommitInfo, StoreError> {
         let (prev, expected) = {
             let inner = self.inner.read();
-            if let Some(reason) = &inner.halted {
-                return Err(StoreError::Halted(reason.clone()));
+            if let Some(halt) = &inner.halted {
+                return Err(StoreError::Halted(halt.clone()));
             }
             let prev = match inner.recent.back() {
                 Some(b) => b.app_hash,
@@ -660,7 +661,7 @@ impl Store {
             } else {
                 let db = db.read_recursive();
                 match db.as_ref().map(|db| (db.vault(number), db)) {
-                    None => Err(StoreError::Halted("the store was closed at shutdown".into())),
+                    None => Err(StoreError::Closed),
                     Some((Ok(Some(recorded)), _)) if recorded != app => Err(StoreError::Corrupt(format!(
                         "app hash mismatch at height {number}: the hash vault recorded {recorded}, this node produced {app}"
                     ))),
@@ -676,7 +677,7 @@ impl Store {
                     }
                 }
                 Err(e) => {
-                    self.halt(e.to_string());
+                    self.halt(Halt::CommitFailed { height: number, cause: e.to_string() });
                     return Err(e);
                 }
             }
@@ -705,30 +706,23 @@ impl Store {
             match self.try_block(claim.height) {
                 Ok(b) => b.map(|b| b.app_hash),
                 Err(e) => {
-                    self.halt(e.to_string());
+                    self.halt(Halt::CommitFailed { height: number, cause: e.to_string() });
                     return Err(e);
                 }
             }
         } else {
             None
         };
-        let err = match mine {
+        let halt = match mine {
             Some(mine) if mine == claim.app_hash => return Ok(()),
-            Some(mine) => {
-                let err = StoreError::Corrupt(format!(
-                    "app hash mismatch at height {}: finalized block {number} carries {}, this node computed {mine}",
-                    claim.height, claim.app_hash
-                ));
-                self.halt_diverged(claim.height, err.to_string());
-                return Err(err);
-            }
-            None => StoreError::Corrupt(format!(
-                "finalized block {number} refers to height {}, which this node has not committed",
-                claim.height
-            )),
+            Some(mine) => Halt::Diverged { height: claim.height, ours: mine, theirs: claim.app_hash },
+            None => Halt::CommitFailed {
+                height: number,
+                cause: format!("it refers to height {}, which this node has not committed", claim.height),
+            },
         };
-        self.halt(err.to_string());
-        Err(err)
+        self.halt(halt.clone());
+        Err(StoreError::Halted(halt))
     }
 
     /// The code hash each account change leaves (what the change says for
@@ -765,24 +759,22 @@ impl Store {
         Ok((hashes, priors))
     }
 
-    /// Latches a failure: every later commit fails with it.
-    pub fn halt(&self, reason: String) {
-        self.inner.write().halted.get_or_insert(reason);
-    }
-
-    /// Latches a failure that makes this node's state untrustworthy from
-    /// `height` on (its app hash there disagrees with what a quorum
-    /// finalized, or it committed another block there): as [`Store::halt`],
-    /// and [`Store::diverged`] answers from now on.
-    pub fn halt_diverged(&self, height: u64, reason: String) {
+    /// Latches a halt: every later commit fails with the first one. A halt
+    /// that says this node's state is wrong ([`Halt::wrong_from`]) is also
+    /// kept by [`Store::diverged`], even after another halt.
+    pub fn halt(&self, halt: Halt) {
         let mut inner = self.inner.write();
-        inner.halted.get_or_insert_with(|| reason.clone());
-        inner.diverged.get_or_insert((height, reason));
+        if let (Some(height), None) = (halt.wrong_from(), &inner.diverged) {
+            inner.diverged = Some((height, halt.clone()));
+        }
+        inner.halted.get_or_insert(halt);
     }
 
-    /// The height from which this node's state is known wrong, and why;
-    /// `None` unless [`Store::halt_diverged`] latched.
-    pub fn diverged(&self) -> Option<(u64, String)> {
+    /// The first height whose state is known wrong, and the halt that
+    /// said so (this node's app hash disagrees with what a quorum
+    /// finalized, or it committed another block than the one finalized);
+    /// `None` unless one latched.
+    pub fn diverged(&self) -> Option<(u64, Halt)> {
         self.inner.read().diverged.clone()
     }
 

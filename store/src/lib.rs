@@ -53,5 +53,5 @@ pub use db::{DbLimits, SyncPolicy};
 pub use events::{ChainEvents, PendingFeed};
 pub use genesis::{Genesis, GenesisAccount, Synthetic};
 pub use overlay::{Layer, Overlay};
-pub use reader::{Account, StateReader, StoreError, EMPTY_CODE_HASH};
+pub use reader::{Account, Halt, StateReader, StoreError, EMPTY_CODE_HASH};
 pub use tables::StoredBlock;

@@ -54,7 +54,12 @@ fn injected_commit_failure_halts_writes_but_not_reads() {
     let e = node.send(&transfer(&dev(1), 0, to, 1)).unwrap_err();
     assert_eq!(e["code"], -32603);
     let message = e["message"].as_str().unwrap();
-    assert!(message.contains("store halted: storage I/O error: injected commit failure at height 2"), "{e}");
+    assert!(
+        message.contains(
+            "store halted: commit of block 2 failed: storage I/O error: injected commit failure at height 2"
+        ),
+        "{e}"
+    );
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(
         node.metric("sluice_txs_dropped_total{reason=\"halted\"}"),

@@ -194,7 +194,10 @@ fn escalate(node: &mut TestNode, senders: &mut Senders, site: &str, seed: u64) {
     }
     let log = node.log();
     assert!(log.contains("too many failures; halting the node"), "{case}: no clear error");
-    assert!(log.contains(&format!("actor {site} failed")), "{case}: the reason names the actor");
+    assert!(
+        log.contains(&format!("supervision gave up on actor {site}: failed")),
+        "{case}: the reason names the actor"
+    );
     let e = node.send(&transfer(&senders.next(), 0, to, 1)).unwrap_err();
     assert!(e["message"].as_str().unwrap().contains("store halted"), "{case}: {e}");
     assert!(node.call("eth_blockNumber", json!([])).is_ok(), "{case}: reads keep working");

@@ -5,6 +5,7 @@
 //! and /nonce/ + /too low/; foundry and viem show it to the user).
 
 use alloy_primitives::{Address, U256};
+use sluice_state::Halt;
 
 /// Why a transaction was refused at admission (or could not be prepared for
 /// a block).
@@ -199,10 +200,10 @@ pub enum TxError {
     /// pipeline stage stopped). Nothing was admitted.
     #[error("transaction admission unavailable: {0}")]
     Unavailable(&'static str),
-    /// The store halted (the reason: a failed commit, damage): nothing
-    /// admitted now could be committed.
+    /// The store halted (why: a failed commit, damage, a wrong state):
+    /// nothing admitted now could be committed.
     #[error("transaction admission unavailable: store halted: {0}; writes stopped")]
-    StoreHalted(String),
+    StoreHalted(Halt),
     /// The transaction was accepted but could not be written to the
     /// pending-transaction journal (the cause), so the node cannot promise
     /// it survives a crash: not answered with its hash. It may still be

@@ -35,7 +35,7 @@ use commonware_utils::{ordered::Set, NZUsize, NZU32};
 use parking_lot::Mutex;
 use sluice_executor::{BlockExecutor as _, ExecConfig, SequentialExecutor};
 use sluice_messages::{BlockHeader, ExecutedBlock, PreparedBlock, RecoveredTx, SealedBlock};
-use sluice_store::{Genesis, GenesisAccount, StateReader as _, Store};
+use sluice_store::{Genesis, GenesisAccount, Halt, StateReader as _, Store};
 use sluice_txpool::{PreparedTxCache, Signer};
 use tokio::sync::watch;
 
@@ -392,16 +392,12 @@ impl Backend for SimBackend {
         self.store.block(height).map(|b| (b.block.hash, b.app_hash))
     }
 
-    fn halted(&self) -> Option<String> {
+    fn halted(&self) -> Option<Halt> {
         self.store.halted()
     }
 
-    fn halt(&self, reason: String) {
-        self.store.halt(reason);
-    }
-
-    fn halt_diverged(&self, height: u64, reason: String) {
-        self.store.halt_diverged(height, reason);
+    fn halt(&self, halt: Halt) {
+        self.store.halt(halt);
     }
 
     fn finalized(&self, _height: u64) {}

@@ -8,6 +8,7 @@ use alloy_primitives::B256;
 
 use super::{evidence_counted, link, run, sender, transfer, Sim, SKIP_TIMEOUT};
 use crate::backend::Backend as _;
+use sluice_store::Halt;
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -119,14 +120,13 @@ fn diverged_node_halts() {
         let honest = [0, 1, 3];
         submit(&sim, &honest, 20, &mut nonces, &mut sent);
         sim.reach(&honest, 30, 3 * MINUTE).await;
-        let reason = sim.backend(2).halted().expect("the diverged validator halted");
+        let halt = sim.backend(2).halted().expect("the diverged validator halted");
         // The first reference at or past the divergence that it checks.
-        let at: Option<u64> = reason
-            .split("app hash mismatch at height ")
-            .nth(1)
-            .and_then(|rest| rest.split(':').next())
-            .and_then(|h| h.parse().ok());
-        assert!(at.is_some_and(|h| h >= 10), "{reason}");
+        let at = match &halt {
+            Halt::Diverged { height, ours, theirs } if ours != theirs => Some(*height),
+            _ => None,
+        };
+        assert!(at.is_some_and(|h| h >= 10), "{halt}");
         let diverged = sim.backend(2).store.diverged().map(|(h, _)| h);
         assert_eq!(diverged, at, "latched as a divergence from the named height: state reads refused");
         assert!(sim.recorder.head(2) < 30, "a halted validator kept committing");
@@ -651,8 +651,9 @@ fn a_validator_behind_by_more_than_the_retention_halts_naming_the_oldest_block_s
         let waited = 3 * MINUTE;
         let mut slept = std::time::Duration::ZERO;
         let why = loop {
-            if let Some(why) = sim.backend(3).halted() {
-                break why;
+            if let Some(halt) = sim.backend(3).halted() {
+                assert!(matches!(halt, Halt::Consensus { .. }), "{halt}");
+                break halt.to_string();
             }
             assert!(
                 slept < waited,

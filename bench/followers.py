@@ -52,6 +52,13 @@ OUT = os.environ.get("OUT", os.path.join(ROOT, "bench", "results", "followers"))
 # takes the validators' cores; at 19 it gets only what they leave, as on a
 # machine of its own (0: equal priority, full contention).
 NICE_FOLLOWERS = int(os.environ.get("NICE_FOLLOWERS", "0"))
+# CPU pinning (taskset lists, "" for none): F0_CPUS gives the follower f0 cores
+# of its own and OTHER_CPUS holds everything else (validators, f1, the load),
+# so f0's catch-up is measured as on a machine of its own.
+F0_CPUS = os.environ.get("F0_CPUS", "")
+OTHER_CPUS = os.environ.get("OTHER_CPUS", "")
+# ALONE=0 skips the runs without followers (the drills need followers).
+ALONE = os.environ.get("ALONE", "1") != "0"
 os.makedirs(OUT, exist_ok=True)
 
 
@@ -166,7 +173,7 @@ class Net:
         e = dict(os.environ, **{"RUST_LOG": "warn", **(env or {})})
         log = open(os.path.join(self.work, f"{name}.log"), "a")
         nice = ["nice", "-n", str(NICE_FOLLOWERS)] if name.startswith("f") and NICE_FOLLOWERS else []
-        self.procs[name] = (subprocess.Popen(nice + [SLUICE, "node", "--config", os.path.join(self.work, "net", name, "sluice.toml")],
+        self.procs[name] = (subprocess.Popen(pin(F0_CPUS if name == "f0" else OTHER_CPUS) + nice + [SLUICE, "node", "--config", os.path.join(self.work, "net", name, "sluice.toml")],
                                              stdout=subprocess.DEVNULL, stderr=log, env=e), env)
         deadline = time.time() + 60
         while head(self.rpc_port(self.node(name))) is None:
@@ -200,10 +207,14 @@ class Net:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
+def pin(cpus):
+    return ["taskset", "-c", cpus] if cpus else []
+
+
 def load(net, tag, rate, duration):
     urls = ",".join(f"http://127.0.0.1:{net.rpc_port(i)}" for i in range(4))
     out = os.path.join(OUT, f"{tag}.load.json")
-    p = subprocess.Popen([SLUICE, "load", "--url", urls, "--label", tag, "--workload", "transfer", "--accounts", "1000",
+    p = subprocess.Popen(pin(OTHER_CPUS) + [SLUICE, "load", "--url", urls, "--label", tag, "--workload", "transfer", "--accounts", "1000",
                           "--seed", "1", "--tps", str(rate), "--duration-s", str(duration),
                           "--txs", str(rate * duration), "--connections", "8", "--batch", "50",
                           "--drain-timeout-s", "120", "--json", out],
@@ -286,8 +297,12 @@ def kill_drill(net, tag):
     back = time.time() - t0
     p.wait()
     res = finished(out)
+    # The transfers of the KILL_S seconds f0 missed, over the time it took to
+    # execute them: the catch-up rate its cores give.
     return {"down_s": KILL_S, "behind_blocks": target - before,
-            "rpc_up_s": round(started, 2), "at_head_s": round(back, 2), "lost": res["admitted_not_included"]}
+            "rpc_up_s": round(started, 2), "at_head_s": round(back, 2),
+            "catchup_tx_per_s": round(RATE * KILL_S / back),
+            "lost": res["admitted_not_included"]}
 
 
 def flood_drill(net, tag):
@@ -332,7 +347,7 @@ def flood_drill(net, tag):
 def main():
     results = []
     for r in range(ROUNDS):
-        for followers in ([False, True] if r % 2 == 0 else [True, False]):
+        for followers in [f for f in ([False, True] if r % 2 == 0 else [True, False]) if f or ALONE]:
             results.append(run(f"r{r + 1}-{'followers' if followers else 'alone'}", followers))
     json.dump(results, open(os.path.join(OUT, "all.json"), "w"), indent=1)
     alone = [x for x in results if not x["followers"]]
@@ -340,7 +355,7 @@ def main():
     mean = lambda xs: sum(xs) / max(len(xs), 1)
     print()
     print(f"{RATE} transfers/s for {DURATION_S} s, 4 validators, 200 ms blocks, {ROUNDS} rounds (alternating), "
-          f"followers at nice {NICE_FOLLOWERS}")
+          f"followers at nice {NICE_FOLLOWERS}, f0 on cpus [{F0_CPUS}], the rest on [{OTHER_CPUS}]")
     print("| run | included tx/s | inclusion p50 / p99 ms | notarized-to-finalized mean / p99 ms | f0 (p2p) lag p50/p99/max | f1 (feed of f0) lag p50/p99/max | f0 / f1 bytes per block |")
     print("|---|---|---|---|---|---|---|")
     for x in results:
@@ -349,12 +364,12 @@ def main():
         print(f"| {x['tag']} | {x['included_tps']:,.0f} | {x['inclusion_p50_ms']:.0f} / {x['inclusion_p99_ms']:.0f} | "
               f"{x['finalize_mean_ms']:.1f} / {x['finalize_p99_ms']:.0f} | {f('f0')} | {f('f1')} | {b} |")
     for key, what in (("inclusion_p50_ms", "inclusion p50 (submitted to included)"),
-                      ("finalize_mean_ms", "notarized-to-finalized mean")):
+                      ("finalize_mean_ms", "notarized-to-finalized mean")) if alone else ():
         ratio = mean([x[key] for x in withf]) / mean([x[key] for x in alone])
         print(f"validators' {what} with followers / without: {ratio:.3f}")
     for x in withf:
         print(f"{x['tag']}: kill -9 of f0 for {x['kill']['down_s']} s ({x['kill']['behind_blocks']} blocks behind): RPC up {x['kill']['rpc_up_s']} s, "
-              f"at the head {x['kill']['at_head_s']} s after restart; lost {x['kill']['lost']}")
+              f"at the head {x['kill']['at_head_s']} s after restart (~{x['kill']['catchup_tx_per_s']:,} tx/s executed); lost {x['kill']['lost']}")
         fl = x["flood"]
         print(f"{x['tag']}: eth_call flood at f0 ({fl['clients']} clients): {fl['calls_per_s']:,.0f} answered/s, "
               f"{fl['shed_per_s']:,.0f} shed/s (-32005), other {fl['other']}; lag p50/p99/max "

@@ -7,7 +7,8 @@
 # Usage: bench/followers.sh
 # Environment: RATE (2000), DURATION_S (60), ROUNDS (2), KILL_S (60),
 #   FLOOD_S (30), FLOOD_CLIENTS (32), OUT (bench/results/followers),
-#   NICE_FOLLOWERS (0), SKIP_BUILD=1. Everything listens on 127.0.0.1 only; every run is bounded.
+#   NICE_FOLLOWERS (0), F0_CPUS and OTHER_CPUS (taskset lists; unset: no
+#   pinning), ALONE (1; 0 skips the runs without followers), SKIP_BUILD=1. Everything listens on 127.0.0.1 only; every run is bounded.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"

@@ -29,7 +29,7 @@ use sluice_store::LogEntry;
 use super::{
     error::RpcError,
     format::{self, block_object, bloom, hex_u64, log, transaction, TxPosition},
-    params::{call_request, Params},
+    params::{call_request, ParamError, Params},
     selector::state_at,
     RpcState,
 };
@@ -65,12 +65,12 @@ pub(crate) fn call(s: &RpcState, p: &Params<'_>, limits: &CallLimits) -> Result<
 
 /// Decodes `{blockStateCalls, traceTransfers?, validation?,
 /// returnFullTransactions?}`.
-fn request(v: &Value) -> Result<Request, String> {
-    let o = v.as_object().ok_or("expected an object")?;
+fn request(v: &Value) -> Result<Request, ParamError> {
+    let o = v.as_object().ok_or_else(|| ParamError::wrong_type("an object", v))?;
     let flag = |name: &str| match o.get(name) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(format!("{name}: expected a boolean, got {other}")),
+        Some(other) => Err(ParamError::wrong_type("a boolean", other).of(name)),
     };
     let opts =
         SimOptions { validation: flag("validation")?, trace_transfers: flag("traceTransfers")?, gas_cap: 0 };
@@ -80,29 +80,31 @@ fn request(v: &Value) -> Result<Request, String> {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => {
             for (i, b) in list.iter().enumerate() {
-                blocks.push(sim_block(b).map_err(|e| format!("blockStateCalls[{i}]: {e}"))?);
+                blocks.push(sim_block(b).map_err(|e| e.of(format!("blockStateCalls[{i}]")))?);
             }
         }
-        Some(other) => return Err(format!("blockStateCalls: expected an array, got {other}")),
+        Some(other) => return Err(ParamError::wrong_type("an array", other).of("blockStateCalls")),
     }
     Ok(Request { blocks, opts, full })
 }
 
 /// One `{blockOverrides?, stateOverrides?, calls?}`.
-fn sim_block(v: &Value) -> Result<SimBlock, String> {
-    let o = v.as_object().ok_or("expected an object")?;
+fn sim_block(v: &Value) -> Result<SimBlock, ParamError> {
+    let o = v.as_object().ok_or_else(|| ParamError::wrong_type("an object", v))?;
     let field = |name: &str| o.get(name).filter(|v| !v.is_null());
     let mut b = SimBlock::default();
     if let Some(v) = field("blockOverrides") {
-        b.block_overrides = serde_json::from_value(v.clone()).map_err(|e| format!("blockOverrides: {e}"))?;
+        b.block_overrides = serde_json::from_value(v.clone())
+            .map_err(|e| ParamError::Decode(e.to_string()).of("blockOverrides"))?;
     }
     if let Some(v) = field("stateOverrides") {
-        b.state_overrides = serde_json::from_value(v.clone()).map_err(|e| format!("stateOverrides: {e}"))?;
+        b.state_overrides = serde_json::from_value(v.clone())
+            .map_err(|e| ParamError::Decode(e.to_string()).of("stateOverrides"))?;
     }
     if let Some(v) = field("calls") {
-        let list = v.as_array().ok_or("calls: expected an array")?;
+        let list = v.as_array().ok_or_else(|| ParamError::wrong_type("an array", v).of("calls"))?;
         for (j, c) in list.iter().enumerate() {
-            b.calls.push(call_request(c).map_err(|e| format!("calls[{j}]: {e}"))?);
+            b.calls.push(call_request(c).map_err(|e| e.of(format!("calls[{j}]")))?);
         }
     }
     Ok(b)

@@ -40,7 +40,7 @@ use serde_json::Value;
 use sluice_messages::RecoveredTx;
 use sluice_rpc::{error::RpcError, BoxFuture, Pipeline};
 use sluice_store::{StateReader, Store};
-use sluice_txpool::{decode_envelope, PoolCounters, Price, TxError};
+use sluice_txpool::{decode_envelope, is_delegation, PoolCounters, Price, TxError};
 use tokio::sync::oneshot;
 
 use crate::{
@@ -286,12 +286,6 @@ fn checked(state: &Admission, tx: RecoveredTx) -> Result<(RecoveredTx, Committed
     }
     let account = account.unwrap_or_default();
     Ok((tx, CommittedAccount { height, nonce: account.nonce, balance: account.balance, delegated }))
-}
-
-/// Whether `code` is an EIP-7702 delegation designator: `0xef0100` and a
-/// 20-byte address.
-pub(crate) fn is_delegation(code: &[u8]) -> bool {
-    code.len() == 23 && code.starts_with(&[0xef, 0x01, 0x00])
 }
 
 /// Counts outcomes in `counter{result}`, one increment per outcome seen

@@ -16,8 +16,9 @@
 //! - The JSON-RPC server is the `sluice-rpc` crate; it reaches the
 //!   pipeline through [`admission::Admission`].
 //! - [`metrics`]: metric names and the Prometheus exporter.
-//! - [`faults`]: named failpoints; [`supervise`]: panic containment,
-//!   restarts and escalation to a halt.
+//! - [`faults`]: named failpoints; [`stall`]: an injected stall as a
+//!   stage takes it; [`supervise`]: panic containment, restarts and
+//!   escalation to a halt.
 //! - [`journal`], [`journal_writer`]: the pending-transaction journal that
 //!   makes every transaction answered with a hash survive a kill.
 //! - [`replay`]: re-execution of a data dir against its hash vault.
@@ -39,6 +40,7 @@ pub mod protocol;
 pub mod recovery;
 pub mod replay;
 pub mod shard;
+pub mod stall;
 pub mod supervise;
 #[cfg(test)]
 mod test_support;

@@ -10,7 +10,7 @@
 
 use std::{fmt, sync::Arc, time::Instant};
 
-use alloy_primitives::{map::B256Set, Address, B256, U256};
+use alloy_primitives::{map::B256Set, Address, B256};
 use parking_lot::Mutex;
 use sluice_messages::{
     Built, ExecutedBlock, OnCommit, Parent, PreparedBlock, RecoveredTx, SealedBlock, StateRef,
@@ -20,18 +20,7 @@ use tokio::sync::oneshot;
 
 /// A sender's committed account as admission read it, outside the nonce
 /// actor's serialized section.
-#[derive(Debug, Clone, Copy)]
-pub struct CommittedAccount {
-    /// Committed height the values were read at.
-    pub height: u64,
-    /// Committed nonce.
-    pub nonce: u64,
-    /// Committed balance.
-    pub balance: U256,
-    /// The committed code is an EIP-7702 delegation designator: the sender
-    /// gets one transaction in flight at a time (geth's rule).
-    pub delegated: bool,
-}
+pub use sluice_txpool::CommittedAccount;
 
 /// One transaction of a [`NonceMsg::Admit`].
 #[derive(Debug)]

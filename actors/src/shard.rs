@@ -27,6 +27,7 @@ use crate::{
     mailbox::{MailboxReceiver, MailboxSender},
     metrics::{self as m, ActorMetrics},
     protocol::{NonceMsg, ShardMsg},
+    stall::{self, Stall},
     supervise::{contain, AttemptError, Inject, Supervisor, Verdict},
 };
 
@@ -41,8 +42,8 @@ pub struct ShardActor {
     sup: Supervisor,
     /// Where a lost transaction is forgotten and its reservation returned.
     lost: Option<(Arc<PendingTxs>, MailboxSender<NonceMsg>)>,
-    /// An injected stall: no message is handled before this.
-    stall_until: Option<Instant>,
+    /// An injected stall: no message is handled before it ends.
+    stall: Stall,
 }
 
 impl ShardActor {
@@ -57,7 +58,7 @@ impl ShardActor {
             depth: metrics::gauge!(m::MEMPOOL_SHARD_TXS, "shard" => index.to_string()),
             sup: Supervisor::new(Site::MempoolShard),
             lost: None,
-            stall_until: None,
+            stall: Stall::default(),
         }
     }
 
@@ -284,12 +285,8 @@ impl Actor for ShardActor {
 
 impl StreamHandler<ShardMsg> for ShardActor {
     fn handle(&mut self, msg: ShardMsg, ctx: &mut Context<Self>) {
-        if let Some(until) = self.stall_until.take() {
-            if until > Instant::now() {
-                let wait = tokio::time::sleep_until(until.into());
-                ctx.wait(wait.into_actor(self).map(move |_, act, ctx| act.handle(msg, ctx)));
-                return;
-            }
+        if let Some(until) = self.stall.deadline() {
+            return stall::redeliver_at(until, self, ctx, msg);
         }
         let start = Instant::now();
         match faults::point(Site::MempoolShard).fire_shard(self.index) {
@@ -305,7 +302,7 @@ impl StreamHandler<ShardMsg> for ShardActor {
             }
             Some(Action::Stall(d)) => {
                 self.supervised(msg, Inject::Nothing);
-                self.stall_until = Some(Instant::now() + d);
+                self.stall.start(d);
             }
             Some(Action::Drop) => match msg {
                 ShardMsg::Insert { txs } => self.lose_all(txs, m::DROP_FAULT),

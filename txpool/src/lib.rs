@@ -11,6 +11,9 @@
 //! - [`recover`]: EIP-2718 decoding and libsecp256k1 sender recovery.
 //! - [`nonce`]: [`NonceBook`], gapless per-sender nonce reservations and
 //!   their in-flight spend (the overdraft rule).
+//! - [`reservations`]: [`Reservations`], the nonce stage's engine: the
+//!   book, each sender's tail, the held queue and what a full pool evicts;
+//!   it stages what the nonce actor then sends.
 //! - [`pool`]: [`PoolCounters`] (global limits) and FIFO [`MempoolShard`]s.
 //! - [`order`]: a block's order across the shards (tip, then admission).
 //! - [`proposal`]: [`check_proposal_txs`], the stateless checks a validator
@@ -40,7 +43,7 @@
 //!                                                      (NonceBook::reserve)
 //!      a lower nonce still in flight: a replacement with geth's price
 //!      bump (check_replacement, NonceBook::replace); a delegated (7702)
-//!      sender: one in flight, no gap            (by the nonce actor)
+//!      sender: one in flight, no gap            (Reservations)
 //!  13. room in the pool (PoolCounters::try_acquire), or, in a full pool,
 //!      the cheapest other senders' last in-flight transactions it
 //!      outbids evicted for it (Tails), else `transaction underpriced`
@@ -63,6 +66,7 @@ pub mod pending;
 pub mod pool;
 pub mod proposal;
 pub mod recover;
+pub mod reservations;
 pub mod sign;
 pub mod validate;
 
@@ -78,6 +82,10 @@ pub use pending::PendingTxs;
 pub use pool::{MempoolShard, PoolCounters, Taken};
 pub use proposal::{check_proposal_txs, ProposalError, PROPOSAL_REFUSAL_REASONS};
 pub use recover::{decode_envelope, recover_raw, recover_sender};
+pub use reservations::{
+    is_delegation, Admitted, CommittedAccount, CommittedState, DropWhy, Dropped, Outbox, ReservationLimits,
+    Reservations, Unstaged,
+};
 pub use sign::{address_of, Signer};
 pub use validate::{
     admit_stateless, check_decoded, check_funds, check_replacement, intrinsic_gas, max_cost, AdmissionRules,

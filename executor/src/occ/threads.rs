@@ -10,6 +10,7 @@ use std::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Mutex, OnceLock, PoisonError,
     },
+    time::Duration,
 };
 
 use crossbeam_utils::Backoff;
@@ -37,27 +38,27 @@ impl Workers {
         self.n
     }
 
-    /// Runs `f(w)` for every worker `w` and returns the results in worker
-    /// order; `None` when the threads could not be started. Worker 0 is the
-    /// calling thread (its caches are warm with what it did last), the
-    /// others are the pool's `n - 1` threads. Callers must not rely on the
-    /// calls running at the same time: each must be able to finish alone.
-    pub(crate) fn each<T: Send>(&self, f: impl Fn(usize) -> T + Sync) -> Option<Vec<T>> {
-        self.run(f)
-    }
-
-    /// Like [`Workers::each`], but the calls do run at the same time, one
-    /// per thread, and may wait for each other at the [`Gate`] they are
-    /// given.
+    /// Runs `f(w, gate)` for every worker `w`, all at the same time, one
+    /// per thread, and returns the results in worker order; `None` when the
+    /// threads could not be started. Worker 0 is the calling thread (its
+    /// caches are warm with what it did last), the others are the pool's
+    /// `n - 1` threads. The calls may wait for each other, at the [`Gate`]
+    /// or on a [`Wake`] of their own: one such run holds the pool at a time,
+    /// so two callers cannot each hold a thread the other's calls wait for.
     pub(crate) fn together<T: Send>(&self, f: impl Fn(usize, &Gate) -> T + Sync) -> Option<Vec<T>> {
         let _exclusive = lock(&self.exclusive);
-        let gate = Gate { n: self.n, arrived: AtomicUsize::new(0), aborted: AtomicBool::new(false) };
+        let gate = Gate {
+            n: self.n,
+            arrived: AtomicUsize::new(0),
+            aborted: AtomicBool::new(false),
+            wake: Wake::default(),
+        };
         self.run(|w| {
             // A panicking call must not leave the others waiting forever.
             match panic::catch_unwind(AssertUnwindSafe(|| f(w, &gate))) {
                 Ok(r) => r,
                 Err(payload) => {
-                    gate.aborted.store(true, Ordering::Release);
+                    gate.abort();
                     panic::resume_unwind(payload)
                 }
             }
@@ -93,28 +94,87 @@ impl Workers {
             // The other jobs are usually microseconds from done. The
             // scope's own wait blocks this thread on a condition variable,
             // and waking it took ~100 us here (~2% of a 5,000-transaction
-            // block): wait here first, spinning then yielding, for a while.
-            let (backoff, mut steps) = (Backoff::new(), 0);
-            while finished.load(Ordering::Acquire) < self.n - 1 && steps < END_WAIT_STEPS {
-                backoff.snooze();
-                steps += 1;
+            // block): spin here first, briefly, never yielding (a yield
+            // gives the core back to this thread, not to the job it waits
+            // for, when the cores are busy).
+            let backoff = Backoff::new();
+            for _ in 0..SPIN_STEPS {
+                if finished.load(Ordering::Acquire) >= self.n - 1 {
+                    break;
+                }
+                backoff.spin();
             }
         });
         slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
     }
 }
 
-/// Steps (spins, then yields) the calling thread waits for the pool's jobs
-/// before it blocks: a few milliseconds at most.
-const END_WAIT_STEPS: u32 = 4_096;
+/// Steps of `Backoff::spin` (1, 2, 4 ... 64 pause instructions, then 64
+/// each) a waiter spins before it parks: ~1,000 pauses, some 10-40 us
+/// depending on the CPU. With a core each, the other worker is usually
+/// closer than that; when it is not running, parking gives it the core.
+const SPIN_STEPS: u32 = 20;
+
+/// A waiter parks at most this long before it looks again. Progress
+/// always wakes it ([`Wake::all`]); this only bounds a wake-up that went
+/// missing.
+const PARK_LIMIT: Duration = Duration::from_millis(5);
+
+/// Where workers wait for each other's progress (a chunk made final, a
+/// phase passed, a stop). A waiter spins briefly, then parks until whoever
+/// made progress wakes it. It must not merely yield: when the cores are
+/// busy (admission's sender recovery under load), a yielding waiter keeps
+/// being scheduled and takes turns from the very thread it waits for.
+#[derive(Debug, Default)]
+pub(crate) struct Wake {
+    /// Held from a waiter's last look to its parking, and by the waker
+    /// around its notification, so that no wake-up falls between the two.
+    lock: parking_lot::Mutex<()>,
+    parked: parking_lot::Condvar,
+}
+
+impl Wake {
+    /// Wakes every parked waiter: called after any progress another worker
+    /// may wait for. Cheap when no one is parked (an uncontended lock).
+    pub(crate) fn all(&self) {
+        let _held = self.lock.lock();
+        self.parked.notify_all();
+    }
+
+    /// Waits until `ready` gives a value, or `None` once `stop` is set
+    /// (whoever sets it calls [`Wake::all`]).
+    pub(crate) fn until<T>(&self, stop: &AtomicBool, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
+        let backoff = Backoff::new();
+        for _ in 0..SPIN_STEPS {
+            if let Some(value) = ready() {
+                return Some(value);
+            }
+            if stop.load(Ordering::Acquire) {
+                return None;
+            }
+            backoff.spin();
+        }
+        let mut held = self.lock.lock();
+        loop {
+            if let Some(value) = ready() {
+                return Some(value);
+            }
+            if stop.load(Ordering::Acquire) {
+                return None;
+            }
+            self.parked.wait_for(&mut held, PARK_LIMIT);
+        }
+    }
+}
 
 /// Where the calls of [`Workers::together`] wait for each other between
-/// phases (short waits: spinning, then yielding).
+/// phases.
 #[derive(Debug)]
 pub(crate) struct Gate {
     n: usize,
     arrived: AtomicUsize,
     aborted: AtomicBool,
+    wake: Wake,
 }
 
 impl Gate {
@@ -122,26 +182,16 @@ impl Gate {
     /// for the second...); `false` if a call panicked meanwhile.
     pub(crate) fn wait(&self, phase: usize) -> bool {
         self.arrived.fetch_add(1, Ordering::AcqRel);
-        wait_until(&self.aborted, || (self.arrived.load(Ordering::Acquire) >= self.n * phase).then_some(()))
+        self.wake.all();
+        self.wake
+            .until(&self.aborted, || (self.arrived.load(Ordering::Acquire) >= self.n * phase).then_some(()))
             .is_some()
     }
-}
 
-/// Waits until `ready` gives a value, or `None` once `stop` is set: the
-/// other worker is usually microseconds away, so this spins (doubling
-/// each step) and then yields the core, as `crossbeam_utils::Backoff`
-/// does; it never blocks (the pool's threads park between blocks, not
-/// here).
-pub(crate) fn wait_until<T>(stop: &AtomicBool, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
-    let backoff = Backoff::new();
-    loop {
-        if let Some(value) = ready() {
-            return Some(value);
-        }
-        if stop.load(Ordering::Acquire) {
-            return None;
-        }
-        backoff.snooze();
+    /// A call panicked: the others stop waiting.
+    fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
+        self.wake.all();
     }
 }
 

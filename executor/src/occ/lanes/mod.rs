@@ -60,7 +60,7 @@ use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
 use sluice_state::StateReader;
 
 use super::{
-    threads::{lock, wait_until, Workers},
+    threads::{lock, Wake, Workers},
     Attempt,
 };
 use crate::{
@@ -113,6 +113,8 @@ struct Shared<'a> {
     chunks: Box<[OnceLock<Final>]>,
     /// A worker declined the block or failed: everyone stops.
     stop: AtomicBool,
+    /// Where a worker parks until the chunk it needs is final (or `stop`).
+    wake: Wake,
     /// Why, if declined.
     declined: Mutex<Option<InOrder>>,
     error: Mutex<Option<ExecError>>,
@@ -148,13 +150,14 @@ pub(crate) fn run(
         block,
         chunks: (0..block.txs.len().div_ceil(CHUNK_TXS)).map(|_| OnceLock::new()).collect(),
         stop: AtomicBool::new(false),
+        wake: Wake::default(),
         declined: Mutex::new(None),
         error: Mutex::new(None),
         changes: Mutex::new(None),
         correct_ns: Default::default(),
         gathered: Mutex::new(Gathered::default()),
     };
-    let done = workers.each(|w| {
+    let done = workers.together(|w, _| {
         let result = panic::catch_unwind(AssertUnwindSafe(|| lane_main(&shared, state, w, n)));
         match result {
             Ok(Ok(())) => {}
@@ -162,11 +165,11 @@ pub(crate) fn run(
             Ok(Err(Stop::Contended)) => shared.decline(InOrder::Contention),
             Ok(Err(Stop::Failed(e))) => {
                 *lock(&shared.error) = Some(e);
-                shared.stop.store(true, Ordering::Release);
+                shared.halt();
             }
             Err(payload) => {
                 // The others may be waiting for this worker's chunk.
-                shared.stop.store(true, Ordering::Release);
+                shared.halt();
                 panic::resume_unwind(payload)
             }
         }
@@ -243,7 +246,13 @@ impl Shared<'_> {
     /// Stops every worker; the block runs another way, for `reason`.
     fn decline(&self, reason: InOrder) {
         lock(&self.declined).get_or_insert(reason);
+        self.halt();
+    }
+
+    /// Stops every worker, waking those waiting for a chunk.
+    fn halt(&self) {
         self.stop.store(true, Ordering::Release);
+        self.wake.all();
     }
 }
 
@@ -308,6 +317,8 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
             return Err(Stop::Contended);
         }
         let _ = shared.chunks[k].set(chunk);
+        // The worker of chunk k + 1 may be parked waiting for it.
+        shared.wake.all();
         let receipts = applied
             .into_iter()
             .filter_map(|(i, index, cumulative, result)| match &txs[range.start + i] {
@@ -338,7 +349,7 @@ fn lane_main(shared: &Shared<'_>, state: &dyn StateReader, w: usize, n: usize) -
 
 /// Chunk `j` once final, or `None` if the block was given up.
 fn wait<'s>(shared: &'s Shared<'_>, j: usize) -> Option<&'s Final> {
-    wait_until(&shared.stop, || shared.chunks[j].get())
+    shared.wake.until(&shared.stop, || shared.chunks[j].get())
 }
 
 /// Corrects chunk `k`'s runs so far (`runs`, of `txs`) against the chunks

@@ -204,36 +204,15 @@ impl FutureQueue {
 
 #[cfg(test)]
 mod tests {
-    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
-    use alloy_primitives::{Bytes, TxKind, U256};
-
     use super::*;
 
     fn tx(sender: u8, nonce: u64) -> RecoveredTx {
         priced(sender, nonce, 100, 10)
     }
 
-    /// A transaction paying fee cap `fee` and tip `tip` (its hash tells
-    /// the fees apart too).
+    /// A transaction paying fee cap `fee` and tip `tip`.
     fn priced(sender: u8, nonce: u64, fee: u128, tip: u128) -> RecoveredTx {
-        let t = TxEip1559 {
-            chain_id: 1,
-            nonce,
-            gas_limit: 21_000,
-            max_fee_per_gas: fee,
-            max_priority_fee_per_gas: tip,
-            to: TxKind::Call(Address::ZERO),
-            ..Default::default()
-        };
-        let signed = t.into_signed(alloy_primitives::Signature::new(U256::from(1), U256::from(1), false));
-        let mut hash = B256::repeat_byte(nonce as u8 ^ sender);
-        hash[..16].copy_from_slice(&(fee ^ (tip << 64)).to_be_bytes());
-        RecoveredTx {
-            hash,
-            raw: Bytes::new(),
-            tx: TxEnvelope::Eip1559(signed),
-            sender: Address::repeat_byte(sender),
-        }
+        crate::test_txs::priced(Address::repeat_byte(sender), nonce, fee, tip, 0)
     }
 
     const LIMITS: FutureLimits =

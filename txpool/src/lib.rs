@@ -68,6 +68,8 @@ pub mod proposal;
 pub mod recover;
 pub mod reservations;
 pub mod sign;
+#[cfg(test)]
+mod test_txs;
 pub mod validate;
 
 pub mod dev_accounts;

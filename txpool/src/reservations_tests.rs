@@ -4,9 +4,6 @@
 
 use std::time::Duration;
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
-use alloy_primitives::{keccak256, TxKind};
-
 use super::*;
 
 const A: Address = Address::repeat_byte(0xa1);
@@ -21,22 +18,9 @@ const FEE: u128 = 100;
 const LIFETIME: Duration = Duration::from_secs(10);
 const DELEGATION_HASH: B256 = B256::repeat_byte(0xde);
 
-/// A transaction of `sender` at `nonce` paying fee cap `fee` and tip `tip`
-/// (signature and hash made up: the engine checks neither).
+/// A transaction of `sender` at `nonce` paying fee cap `fee` and tip `tip`.
 fn priced(sender: Address, nonce: u64, fee: u128, tip: u128) -> RecoveredTx {
-    let t = TxEip1559 {
-        chain_id: 1,
-        nonce,
-        gas_limit: 21_000,
-        max_fee_per_gas: fee,
-        max_priority_fee_per_gas: tip,
-        to: TxKind::Call(Address::ZERO),
-        ..Default::default()
-    };
-    let signed = t.into_signed(alloy_primitives::Signature::new(U256::from(1), U256::from(1), false));
-    let hash =
-        keccak256([sender.as_slice(), &nonce.to_be_bytes(), &fee.to_be_bytes(), &tip.to_be_bytes()].concat());
-    RecoveredTx { hash, raw: Bytes::from(vec![0; SIZE]), tx: TxEnvelope::Eip1559(signed), sender }
+    crate::test_txs::priced(sender, nonce, fee, tip, SIZE)
 }
 
 fn tx(sender: Address, nonce: u64) -> RecoveredTx {

@@ -14,6 +14,29 @@ use super::{
 
 /// Resolves a block selector against the committed chain.
 pub(crate) fn find_block(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, RpcError> {
+    if id == BlockId::Earliest {
+        return earliest_block(s);
+    }
+    find_numbered(s, id)
+}
+
+/// `earliest` never answers "pruned": a full node prunes at every commit,
+/// so the oldest block kept may go between reading its number and reading
+/// it; the new oldest is then read, a bounded number of times (a commit
+/// takes far longer than a read, so a second try almost always holds).
+fn earliest_block(s: &RpcState) -> Result<Option<Arc<StoredBlock>>, RpcError> {
+    const TRIES: usize = 8;
+    let mut last = None;
+    for _ in 0..TRIES {
+        match find_numbered(s, BlockId::Earliest) {
+            Err(e) if e.code == crate::error::PRUNED_HISTORY => last = Some(e),
+            other => return other,
+        }
+    }
+    Err(last.unwrap_or_else(|| RpcError::new(INTERNAL_ERROR, "the oldest block kept could not be read")))
+}
+
+fn find_numbered(s: &RpcState, id: BlockId) -> Result<Option<Arc<StoredBlock>>, RpcError> {
     let number = match id {
         BlockId::Latest | BlockId::Pending => return Ok(Some(s.store.head_block())),
         BlockId::Hash(h) => return Ok(s.store.try_block_by_hash(&h)?),

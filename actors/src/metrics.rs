@@ -84,8 +84,8 @@ pub const PREPARE_SECONDS: &str = "sluice_prepare_block_seconds";
 /// Blocks executed, by path (label `path`: `scheduled`, `lanes`,
 /// `journal`; `sequential` only for a node configured with the oracle)
 /// and, for the in-order paths, why (label `reason`: `configured`,
-/// `small_block`, `adaptive`, `unsupported`, `contention`; absent on the
-/// parallel paths).
+/// `small_block`, `busy`, `gave_up_recently`, `unsupported`, `contention`;
+/// absent on the parallel paths).
 pub const OCC_BLOCKS: &str = "sluice_occ_blocks_total";
 /// Transactions executed again on lanes, because a chunk before theirs
 /// changed what they read.

@@ -302,15 +302,19 @@ impl Node {
                 .with_events(events)
             });
         }
+        let recovery_taken = crate::recovery::Taken::default();
         let execute_arbiter = Arbiter::new();
         {
             let (store, committed) = (Arc::clone(&store), Arc::clone(&committed));
-            let (workers, min_txs, explore) =
-                (p.execute_workers(), p.occ_min_block_txs, p.occ_explore_every_blocks);
+            let (workers, min_txs) = (p.execute_workers(), p.occ_min_block_txs);
+            // Blocks of contract calls run in order while admission works,
+            // unless configured otherwise (see `occ/rule.rs`).
+            let load = (!p.occ_lanes_while_admitting)
+                .then(|| Arc::new(recovery_taken.clone()) as Arc<dyn sluice_executor::Load>);
             Executor::start_in_arbiter(&execute_arbiter.handle(), move |_| {
                 // The OCC executor runs small blocks in order itself and
                 // equals the sequential executor on every block.
-                let occ = OccExecutor::new(exec, workers, min_txs).with_adaptive(explore);
+                let occ = OccExecutor::new(exec, workers, min_txs).with_load(load);
                 Executor::new(Box::new(occ), store, committed, commit_tx, execute_rx)
             });
         }
@@ -388,7 +392,7 @@ impl Node {
         }
 
         let (recovery, recovery_probe) =
-            Recovery::start(p.recovery_workers(), p.recovery_queue_txs, rules.clone())
+            Recovery::start(p.recovery_workers(), p.recovery_queue_txs, rules.clone(), recovery_taken)
                 .map_err(|source| NodeError::Threads { stage: crate::recovery::ACTOR, source })?;
         probes.push(recovery_probe);
         let sync = Arc::new(sluice_rpc::sync::SyncStatus::default());

@@ -26,7 +26,7 @@
 use std::{
     io,
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
         Arc,
     },
     thread,
@@ -117,6 +117,18 @@ impl Drop for Slot {
     }
 }
 
+/// How many submissions the stage has taken (checked or refused), for the
+/// executor's rule: blocks of contract calls run in order while it moves,
+/// because these threads then hold the cores lanes would use.
+#[derive(Debug, Clone, Default)]
+pub struct Taken(Arc<AtomicU64>);
+
+impl sluice_executor::Load for Taken {
+    fn work_done(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// The stage's entry: where admission offers submissions.
 #[derive(Debug, Clone)]
 pub struct Recovery {
@@ -125,19 +137,22 @@ pub struct Recovery {
 
 impl Recovery {
     /// Starts `workers` threads (at least one) behind a mailbox of
-    /// `queue_txs` submissions; returns the entry and a probe of the
-    /// mailbox for the metrics sampler. The threads stop when every
-    /// [`Recovery`] handle is gone.
+    /// `queue_txs` submissions, counting what they take in `taken`; returns
+    /// the entry and a probe of the mailbox for the metrics sampler. The
+    /// threads stop when every [`Recovery`] handle is gone.
     pub fn start(
         workers: usize,
         queue_txs: usize,
         rules: AdmissionRules,
+        taken: Taken,
     ) -> io::Result<(Self, MailboxProbe)> {
         let (tx, rx) = mailbox::<RecoverMsg>(ACTOR, queue_txs.max(1));
         let probe = rx.probe();
         for i in 0..workers.max(1) {
-            let (rx, rules) = (rx.clone(), rules.clone());
-            thread::Builder::new().name(format!("sluice-recover-{i}")).spawn(move || run(&rx, &rules))?;
+            let (rx, rules, taken) = (rx.clone(), rules.clone(), taken.clone());
+            thread::Builder::new()
+                .name(format!("sluice-recover-{i}"))
+                .spawn(move || run(&rx, &rules, &taken))?;
         }
         Ok((Recovery { tx }, probe))
     }
@@ -232,10 +247,11 @@ impl Batch<'_> {
 }
 
 /// One recovery thread: until every sender is gone.
-fn run(rx: &MailboxReceiver<RecoverMsg>, rules: &AdmissionRules) {
+fn run(rx: &MailboxReceiver<RecoverMsg>, rules: &AdmissionRules, taken: &Taken) {
     let checked = metrics::counter!(m::RECOVERY_CHECKED);
     while let Some(msg) = rx.recv_blocking() {
         checked.increment(1);
+        taken.0.fetch_add(1, Ordering::Relaxed);
         let RecoverMsg { raw, panic, slot } = msg;
         let result = contain(|| {
             if panic {
@@ -274,7 +290,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_batch_answers_every_submission_in_order() {
-        let (stage, _probe) = Recovery::start(2, 64, rules()).unwrap();
+        let (stage, _probe) = Recovery::start(2, 64, rules(), Taken::default()).unwrap();
         let mut batch = stage.batch();
         for n in 0..20 {
             batch.submit(raw(n), false);

@@ -201,7 +201,7 @@ impl Default for Config {
                 prepared_cache_txs: 131_072,
                 execute_workers: None,
                 occ_min_block_txs: 64,
-                occ_explore_every_blocks: 8,
+                occ_lanes_while_admitting: false,
             },
             store: StoreConfig {
                 data_dir: PathBuf::from("./sluice-data"),

@@ -341,11 +341,10 @@ pub struct PipelineConfig {
     pub execute_workers: Option<usize>,
     /// Smallest block executed in parallel.
     pub occ_min_block_txs: usize,
-    /// With 2+ workers, blocks of contract calls run on lanes or in order,
-    /// whichever was faster per gas recently; every this many blocks the
-    /// other is tried (up to 4x less often while tries agree with the
-    /// choice). 0: always lanes.
-    pub occ_explore_every_blocks: u32,
+    /// With 2+ workers, blocks of contract calls run on lanes even while
+    /// admission recovers senders; false: in order then (its threads hold
+    /// the cores lanes would hand chunks between).
+    pub occ_lanes_while_admitting: bool,
 }
 
 impl PipelineConfig {

@@ -32,7 +32,8 @@
 //!    |                             | gave up: code, nonce or funds
 //!    |                             |   unexpected ---+
 //!    |-- one worker ---------------------------------+
-//!    |-- the chooser (occ/adaptive.rs) says in order +
+//!    |-- admission busy, or lanes gave up lately ----+
+//!    |     (occ/rule.rs)                             |
 //!    |                                               |
 //!    v                                               v
 //!  lanes (occ/lanes/)                  one journal (journal/), exact,
@@ -53,7 +54,7 @@
 //!   block, settling where a kept journal cannot reproduce a deletion; the
 //!   path of every block that does not run in parallel.
 //! - [`occ`]: the parallel executor (scheduled transfers, lanes, the
-//!   chooser), whose results equal the sequential executor's.
+//!   rule between lanes and in order), whose results equal the sequential executor's.
 //! - [`keccak`]: a KECCAK256 instruction that remembers recent 64-byte
 //!   preimages (mapping slots), installed by every executor but the oracle.
 //! - [`stats`]: per-block execution statistics returned with each outcome.
@@ -110,7 +111,7 @@ pub use deadline::{CallLimits, Deadline};
 pub use env::{ExecConfig, Spec};
 pub use error::{revert_message, revert_reason, ExecError};
 pub use journal::execute_block_one_journal;
-pub use occ::OccExecutor;
+pub use occ::{Load, OccExecutor};
 pub use sequential::execute_block;
 pub use stats::{ExecPath, ExecStats, InOrder};
 

@@ -69,9 +69,13 @@ pub enum InOrder {
     Configured,
     /// The block has fewer transactions than the parallel threshold.
     SmallBlock,
-    /// In order has recently been faster per gas than lanes for blocks of
-    /// contract calls (`occ/adaptive.rs`).
-    Adaptive,
+    /// Admission was recovering senders since the previous block of
+    /// contract calls: its threads hold the cores lanes would hand chunks
+    /// between (`occ/rule.rs`).
+    Busy,
+    /// Lanes gave up on a recent block of contract calls, and the blocks
+    /// after it run in order for a while (`occ/rule.rs`).
+    GaveUpRecently,
     /// The parallel attempt gave up on something it does not model (lanes:
     /// a creation, a self-destruct, EIP-7702, an account empty at block
     /// start touched, a transaction over the block's gas left; scheduled
@@ -89,7 +93,8 @@ impl InOrder {
         match self {
             InOrder::Configured => "configured",
             InOrder::SmallBlock => "small_block",
-            InOrder::Adaptive => "adaptive",
+            InOrder::Busy => "busy",
+            InOrder::GaveUpRecently => "gave_up_recently",
             InOrder::Unsupported => "unsupported",
             InOrder::Contention => "contention",
         }

@@ -441,26 +441,44 @@ fn empty_and_tiny_blocks_run_scheduled_too() {
     }
 }
 
-/// With a mode chooser, blocks of contract calls alternate between lanes
-/// and in-order execution: the first two blocks run on lanes, the third
-/// in order (each mode measured once), later ones follow the timings
-/// and try the other mode every `explore_every_blocks`. Every outcome
-/// equals the oracle's, whichever mode ran.
+/// Admission's work as the rule reads it: a count the test moves.
+#[derive(Debug, Default)]
+struct Admitting(std::sync::atomic::AtomicU64);
+
+impl sluice_executor::Load for Admitting {
+    fn work_done(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// With admission's load read, a block of contract calls runs in order
+/// when admission worked since the previous one, on lanes otherwise: every
+/// outcome equals the oracle's, whichever mode ran.
 #[test]
-fn adaptive_executor_equals_sequential_in_both_modes() {
-    let exec = OccExecutor::new(cfg(), 2, 0).with_adaptive(2);
-    let mut modes = Vec::new();
-    for seed in 0..12u64 {
+fn the_load_rule_runs_both_modes_and_each_equals_sequential() {
+    let load = std::sync::Arc::new(Admitting::default());
+    let exec = OccExecutor::new(cfg(), 2, 0).with_load(Some(load.clone()));
+    let (mut modes, mut worked) = (Vec::new(), false);
+    for seed in 0..24u64 {
+        // Admission works before every other block.
+        if seed % 2 == 1 {
+            load.0.fetch_add(10, std::sync::atomic::Ordering::Relaxed);
+            worked = true;
+        }
         let s = gen::scenario(seed, 96);
         let got = exec.execute_block(&s.state, &s.block).expect("executes");
-        check_same(&format!("adaptive seed {seed}"), &s.state, &run(&s.state, &s.block), &got);
-        if got.stats.path == ExecPath::Scheduled {
-            continue; // all plain transfers: scheduled before any choice
+        check_same(&format!("load rule seed {seed}"), &s.state, &run(&s.state, &s.block), &got);
+        match got.stats.path {
+            // All plain transfers: scheduled before any choice.
+            ExecPath::Scheduled => continue,
+            // Lanes gave up on the block before: it runs in order for that.
+            path if path.in_order() == Some(InOrder::GaveUpRecently) => {}
+            path => modes.push((std::mem::take(&mut worked), path.in_order() == Some(InOrder::Busy))),
         }
-        modes.push(got.stats.path.in_order() == Some(InOrder::Adaptive));
+        worked = false;
     }
-    assert!(modes.len() >= 8, "the generator makes blocks of contract calls");
-    assert!(!modes[0] && !modes[1] && modes[2], "lanes twice, then in order: {modes:?}");
-    // Exploration every 2nd block: both modes keep running.
-    assert!(modes[3..].iter().any(|m| *m) && modes[3..].iter().any(|m| !*m), "{modes:?}");
+    assert!(modes.len() >= 6, "the generator makes blocks of contract calls: {modes:?}");
+    assert!(modes.iter().any(|m| m.0) && modes.iter().any(|m| !m.0), "both cases: {modes:?}");
+    // Every block after admission worked ran in order for it; no other did.
+    assert!(modes.iter().all(|(busy, in_order)| busy == in_order), "{modes:?}");
 }

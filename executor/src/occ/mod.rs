@@ -21,29 +21,26 @@
 //!   on contention (most of the first chunks' transactions re-ran).
 //! - **In order** on one journal ([`crate::journal`]) for blocks below
 //!   `min_parallel_txs`, with one worker, whatever the paths above give
-//!   up on, and when the chooser (`adaptive.rs`) measured in order to be
-//!   faster per gas than lanes lately: lanes hand a block's chunks from
-//!   thread to thread, and when other stages keep every core busy
-//!   (admission's sender recovery under load) each hand-off waits for a
-//!   thread to be scheduled. Measured end to end at saturation on 2
-//!   vCPUs, ERC-20 blocks took ~57 ms on lanes against ~11 ms on the one
-//!   journal.
+//!   up on, and where the rule (`rule.rs`) says lanes would lose: while
+//!   admission recovers senders on the other cores, and for a while after
+//!   lanes gave up on a block.
 //!
 //! A multi-version (Block-STM) engine ran here until it no longer won a
 //! measured workload: lanes beat it on every contract workload of the
 //! bench, and what lanes decline it ran no faster than in order. Git has
 //! it (`executor/src/occ/engine.rs` before the commit that removed it).
 
-mod adaptive;
 mod fee;
 mod lanes;
+mod rule;
 mod scheduled;
 mod threads;
 mod transfer;
 
-use std::{sync::Mutex, time::Instant};
+use std::sync::{Arc, Mutex};
 
-use adaptive::{Chooser, Mode};
+pub use rule::Load;
+use rule::{Mode, Rule};
 use sluice_messages::PreparedBlock;
 use sluice_state::StateReader;
 use threads::{lock, Workers};
@@ -76,15 +73,13 @@ pub struct OccExecutor {
     /// Allocations kept from block to block for plain transfers: reusing
     /// them saves allocation and page faults on every block.
     scratch: Mutex<scheduled::Scratch>,
-    /// Whether blocks of contract calls run on lanes or in order (always
-    /// lanes unless [`OccExecutor::with_adaptive`]).
-    chooser: Mutex<Chooser>,
+    /// Whether blocks of contract calls run on lanes or in order.
+    rule: Mutex<Rule>,
 }
 
 impl Clone for OccExecutor {
     fn clone(&self) -> Self {
-        Self::new(self.cfg, self.workers.len(), self.min_parallel_txs)
-            .with_adaptive(lock(&self.chooser).explore_every_blocks())
+        Self::new(self.cfg, self.workers.len(), self.min_parallel_txs).with_load(lock(&self.rule).load())
     }
 }
 
@@ -102,18 +97,17 @@ impl OccExecutor {
             workers: Workers::new(workers),
             min_parallel_txs,
             scratch: Mutex::default(),
-            chooser: Mutex::new(Chooser::new(0)),
+            rule: Mutex::new(Rule::new(None)),
         }
     }
 
-    /// Lets the executor choose, per block of contract calls, between lanes
-    /// and in order on one journal: whichever was faster per gas in recent
-    /// explorations (each compared with the blocks around it), the other
-    /// every `explore_every_blocks` blocks, or up to 4x less often while
-    /// tries agree (0: always lanes, the default). Both are exact; see
-    /// `occ/adaptive.rs` for why this is measured rather than predicted.
-    pub fn with_adaptive(mut self, explore_every_blocks: u32) -> Self {
-        self.chooser = Mutex::new(Chooser::new(explore_every_blocks));
+    /// Lets blocks of contract calls run in order while `load` (admission's
+    /// recovery) moves between blocks: its threads then hold the cores
+    /// lanes would hand chunks between. Without it (the default) they run
+    /// on lanes unless lanes recently gave up. Both are exact; see
+    /// `occ/rule.rs`.
+    pub fn with_load(mut self, load: Option<Arc<dyn Load>>) -> Self {
+        self.rule = Mutex::new(Rule::new(load));
         self
     }
 
@@ -160,28 +154,23 @@ impl OccExecutor {
     }
 
     /// A block of contract calls with 2+ workers: on lanes or in order on
-    /// the one journal, as the chooser says, its time recorded for it.
+    /// the one journal, as the rule says, told how lanes did.
     fn contract_calls(
         &self,
         state: &dyn StateReader,
         block: &PreparedBlock,
     ) -> Result<BlockOutcome, ExecError> {
-        let mode = lock(&self.chooser).choose();
-        let start = Instant::now();
-        if mode == Mode::InOrder {
-            let outcome = self.in_order(state, block, InOrder::Adaptive)?;
-            lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed());
-            return Ok(outcome);
+        if let Mode::InOrder(because) = lock(&self.rule).choose() {
+            return self.in_order(state, block, because);
         }
         match lanes::run(state, &self.cfg, block, &self.workers)? {
             Attempt::Done(outcome) => {
-                lock(&self.chooser).record(mode, outcome.gas_used, start.elapsed());
+                lock(&self.rule).finished();
                 Ok(outcome)
             }
             Attempt::Declined(because) => {
-                let outcome = self.in_order(state, block, because)?;
-                lock(&self.chooser).record_given_up(outcome.gas_used, start.elapsed());
-                Ok(outcome)
+                lock(&self.rule).gave_up();
+                self.in_order(state, block, because)
             }
             // (Lanes take every block.)
             Attempt::NotMine => self.in_order(state, block, InOrder::Unsupported),

@@ -979,5 +979,4 @@ impl StateReader for Store {
 }
 
 #[cfg(test)]
-#[path = "chain_tests.rs"]
 mod tests;

@@ -6,7 +6,7 @@ use alloy_primitives::{Address, Bytes, B256, U256};
 use sluice_messages::{AccountChange, BlockHeader, ChangeSet, CodeChange, ExecutedBlock, SealedBlock};
 
 use super::*;
-use crate::{Genesis, GenesisAccount, SyncPolicy};
+use crate::{Genesis, GenesisAccount, StateReader, SyncPolicy};
 
 fn genesis(chain_id: u64) -> Genesis {
     let mut alloc = std::collections::BTreeMap::new();

@@ -611,7 +611,7 @@ impl Connection {
                         pace.send(session, &sub.id, header).await?;
                     }
                     Kind::Logs(criteria) => {
-                        for entry in block_logs(&block).filter(|e| criteria.matches(&e.log)) {
+                        for entry in LogEntry::from_block(&block, criteria) {
                             pace.send(session, &sub.id, &format::log(&entry).to_string()).await?;
                         }
                     }
@@ -690,21 +690,6 @@ fn header_json(block: &StoredBlock) -> Value {
         }
     }
     v
-}
-
-/// The block's logs with their positions, in order.
-fn block_logs(block: &StoredBlock) -> impl Iterator<Item = LogEntry> + '_ {
-    let (number, hash) = (block.block.header.number, block.block.hash);
-    block.receipts.iter().flat_map(|r| r.logs.iter().map(move |l| (r, l))).enumerate().map(
-        move |(i, (r, log))| LogEntry {
-            log: log.clone(),
-            block_number: number,
-            block_hash: hash,
-            tx_hash: r.tx_hash,
-            tx_index: r.index,
-            log_index: i as u32,
-        },
-    )
 }
 
 #[cfg(test)]

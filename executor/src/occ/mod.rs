@@ -51,7 +51,9 @@ use crate::{
     BlockExecutor, BlockOutcome, ExecConfig, ExecError,
 };
 
-/// How a parallel path's attempt at a block ended.
+/// How the scheduled path's attempt at a block ended. (Lanes take every
+/// block they are given: theirs ends as a `Result`, the error saying why
+/// they gave up.)
 pub(crate) enum Attempt {
     /// The block's outcome.
     Done(BlockOutcome),
@@ -139,17 +141,12 @@ impl OccExecutor {
         if block.txs.len() < self.min_parallel_txs {
             return self.in_order(state, block, InOrder::SmallBlock);
         }
-        let attempt = match scheduled::run(state, &self.cfg, block, &self.workers, &self.scratch)? {
-            // Lanes on one thread would be one journal plus bookkeeping.
-            Attempt::NotMine if self.workers.len() == 1 => Attempt::Declined(InOrder::Configured),
-            Attempt::NotMine => return self.contract_calls(state, block),
-            attempt => attempt,
-        };
-        match attempt {
+        match scheduled::run(state, &self.cfg, block, &self.workers, &self.scratch)? {
             Attempt::Done(outcome) => Ok(outcome),
             Attempt::Declined(because) => self.in_order(state, block, because),
-            // (Lanes take every block.)
-            Attempt::NotMine => self.in_order(state, block, InOrder::Unsupported),
+            // Lanes on one thread would be one journal plus bookkeeping.
+            Attempt::NotMine if self.workers.len() == 1 => self.in_order(state, block, InOrder::Configured),
+            Attempt::NotMine => self.contract_calls(state, block),
         }
     }
 
@@ -164,16 +161,14 @@ impl OccExecutor {
             return self.in_order(state, block, because);
         }
         match lanes::run(state, &self.cfg, block, &self.workers)? {
-            Attempt::Done(outcome) => {
+            Ok(outcome) => {
                 lock(&self.rule).finished();
                 Ok(outcome)
             }
-            Attempt::Declined(because) => {
+            Err(because) => {
                 lock(&self.rule).gave_up();
                 self.in_order(state, block, because)
             }
-            // (Lanes take every block.)
-            Attempt::NotMine => self.in_order(state, block, InOrder::Unsupported),
         }
     }
 

@@ -59,10 +59,7 @@ use lane::{Lane, Run, Stop, Val};
 use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
 use sluice_state::StateReader;
 
-use super::{
-    threads::{lock, Wake, Workers},
-    Attempt,
-};
+use super::threads::{lock, Wake, Workers};
 use crate::{
     sequential::receipt,
     stats::{ExecPath, ExecStats, InOrder},
@@ -133,16 +130,16 @@ struct Gathered {
     receipts: Vec<Receipt>,
 }
 
-/// Executes `block` on lanes, or says why lanes declined it: `Unsupported`
-/// (something they do not model), `Contention` (most transactions had to
-/// run again: in order is faster). Either way the block runs in order,
-/// with the same result.
+/// Executes `block` on lanes, or says why lanes declined it (the inner
+/// error): `Unsupported` (something they do not model), `Contention` (most
+/// transactions had to run again: in order is faster). A declined block
+/// runs in order, with the same result.
 pub(crate) fn run(
     state: &dyn StateReader,
     cfg: &ExecConfig,
     block: &PreparedBlock,
     workers: &Workers,
-) -> Result<Attempt, ExecError> {
+) -> Result<Result<BlockOutcome, InOrder>, ExecError> {
     let start = Instant::now();
     let n = workers.len();
     let shared = Shared {
@@ -178,11 +175,11 @@ pub(crate) fn run(
         return Err(e);
     }
     if let Some(reason) = *lock(&shared.declined) {
-        return Ok(Attempt::Declined(reason));
+        return Ok(Err(reason));
     }
     // No worker threads could be started, or (a bug) no change set.
     let (Some(()), Some(changes)) = (done.map(|_| ()), lock(&shared.changes).take()) else {
-        return Ok(Attempt::Declined(InOrder::Unsupported));
+        return Ok(Err(InOrder::Unsupported));
     };
     let speculate = start.elapsed();
     // Every lane builds its chunks' receipts before it returns; the last
@@ -196,7 +193,7 @@ pub(crate) fn run(
         let Some(chunk) = chunk.into_inner() else { break };
         if k >= next {
             // (A bug: a chunk without receipts.) The block runs another way.
-            return Ok(Attempt::Declined(InOrder::Unsupported));
+            return Ok(Err(InOrder::Unsupported));
         }
         skipped.extend(chunk.skipped);
         gas_used = chunk.gas_used;
@@ -205,7 +202,7 @@ pub(crate) fn run(
     // Every transaction has a receipt or was skipped, or (a bug) the
     // chunks did not cover the block: it runs another way.
     if receipts.len() + skipped.len() != block.txs.len() {
-        return Ok(Attempt::Declined(InOrder::Unsupported));
+        return Ok(Err(InOrder::Unsupported));
     }
     let stats = ExecStats {
         path: ExecPath::Lanes,
@@ -215,7 +212,7 @@ pub(crate) fn run(
         validate: Duration::from_nanos(shared.correct_ns.into_inner()),
         ..ExecStats::default()
     };
-    Ok(Attempt::Done(BlockOutcome { receipts, skipped, gas_used, changes, stats }))
+    Ok(Ok(BlockOutcome { receipts, skipped, gas_used, changes, stats }))
 }
 
 impl Shared<'_> {

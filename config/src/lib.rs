@@ -49,8 +49,10 @@ pub const MIN_BLOCK_RETENTION: u64 = 256;
 pub use sluice_messages::Spec;
 
 mod sections;
+pub mod threads;
 
 pub use sections::*;
+use threads::Pool;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -199,6 +201,7 @@ impl Default for Config {
                 recovery_workers: None,
                 recovery_queue_txs: 4096,
                 prepared_cache_txs: 131_072,
+                thread_budget: None,
                 execute_workers: None,
                 occ_min_block_txs: 64,
                 occ_lanes_while_admitting: false,
@@ -280,7 +283,25 @@ impl Config {
         let mut cfg: Config = builder.build()?.try_deserialize()?;
         cfg.apply(overrides);
         cfg.validate()?;
+        cfg.share_threads();
         Ok(cfg)
+    }
+
+    /// Sizes every pool left unsized from `pipeline.thread_budget`, if one
+    /// is set, so that whoever reads a pool's size from its own section
+    /// (the RPC server, the consensus runtime) sees the budget.
+    fn share_threads(&mut self) {
+        let Some(budget) = self.pipeline.thread_budget else { return };
+        let p = &mut self.pipeline;
+        for (size, pool) in [
+            (&mut self.rpc.workers, Pool::Http),
+            (&mut p.recovery_workers, Pool::Recovery),
+            (&mut p.prepare_workers, Pool::Prepare),
+            (&mut p.execute_workers, Pool::Execute),
+            (&mut self.consensus.worker_threads, Pool::Consensus),
+        ] {
+            size.get_or_insert_with(|| threads::share(pool, budget));
+        }
     }
 
     fn apply(&mut self, o: &Overrides) {
@@ -323,7 +344,7 @@ impl Config {
     /// of zero would deadlock the pipeline or refuse everything) and limits
     /// that contradict each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive: [(&str, u64); 59] = [
+        let positive: [(&str, u64); 60] = [
             ("store.sync_every_blocks", u64::from(self.store.sync_every_blocks)),
             ("store.cache_blocks", self.store.cache_blocks as u64),
             ("store.db_cache_bytes", self.store.db_cache_bytes as u64),
@@ -383,6 +404,7 @@ impl Config {
             ("pipeline.shard_mailbox_msgs", self.pipeline.shard_mailbox_msgs as u64),
             ("pipeline.prepare_ahead_blocks", self.pipeline.prepare_ahead_blocks as u64),
             ("pipeline.commit_mailbox_blocks", self.pipeline.commit_mailbox_blocks as u64),
+            ("pipeline.thread_budget", self.pipeline.thread_budget.unwrap_or(1) as u64),
             ("pipeline.prepare_workers", self.pipeline.prepare_workers() as u64),
             ("pipeline.recovery_workers", self.pipeline.recovery_workers() as u64),
             ("pipeline.execute_workers", self.pipeline.execute_workers() as u64),
@@ -936,20 +958,32 @@ mod tests {
     }
 
     #[test]
-    fn thread_pools_are_one_per_core_unless_configured() {
+    fn thread_pools_are_one_per_core_or_share_a_budget() {
         let cfg = Config::load(None, no_env(), &Overrides::default()).unwrap();
         let cores = cores();
+        assert_eq!(cfg.pipeline.thread_budget, None, "no budget by default");
         assert_eq!(cfg.rpc.workers(), cores);
         assert_eq!(cfg.pipeline.prepare_workers(), cores);
         assert_eq!(cfg.pipeline.recovery_workers(), cores);
         assert_eq!(cfg.pipeline.execute_workers(), cores);
+        assert_eq!(cfg.consensus.worker_threads(), cores);
         let env = vec![
+            ("SLUICE_PIPELINE__THREAD_BUDGET".to_string(), "18".to_string()),
             ("SLUICE_RPC__WORKERS".to_string(), "3".to_string()),
             ("SLUICE_PIPELINE__EXECUTE_WORKERS".to_string(), "5".to_string()),
         ];
         let cfg = Config::load(None, env, &Overrides::default()).unwrap();
-        assert_eq!((cfg.rpc.workers(), cfg.pipeline.execute_workers()), (3, 5));
-        assert_eq!(cfg.pipeline.prepare_workers(), cores, "the others stay one per core");
+        assert_eq!((cfg.rpc.workers(), cfg.pipeline.execute_workers()), (3, 5), "sized explicitly");
+        // The others: their weight's share of 18 (recovery 3 of 9,
+        // preparation and consensus 1), also where only the section is
+        // read.
+        assert_eq!(cfg.pipeline.recovery_workers(), 6);
+        assert_eq!(cfg.pipeline.prepare_workers(), 2);
+        assert_eq!(cfg.consensus.worker_threads(), 2);
+        assert_eq!(cfg.consensus.worker_threads, Some(2));
+        let zero = vec![("SLUICE_PIPELINE__THREAD_BUDGET".to_string(), "0".to_string())];
+        let err = Config::load(None, zero, &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("pipeline.thread_budget must be greater than 0"), "{err}");
     }
 
     #[test]

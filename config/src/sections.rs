@@ -6,7 +6,10 @@ use std::{net::SocketAddr, path::PathBuf};
 use alloy_primitives::Address;
 use serde::{Deserialize, Serialize};
 
-use crate::Spec;
+use crate::{
+    threads::{pool_size, Pool},
+    Spec,
+};
 
 /// Fault injection: failpoints and the `debug_` namespace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,8 +77,8 @@ impl ChainConfig {
 pub struct RpcConfig {
     /// Listen address.
     pub addr: SocketAddr,
-    /// HTTP worker threads; absent: one per core (see
-    /// [`RpcConfig::workers`]).
+    /// HTTP worker threads; absent: one per core, or a share of
+    /// `pipeline.thread_budget` (see [`RpcConfig::workers`]).
     pub workers: Option<usize>,
     /// Largest request body.
     pub max_request_body_bytes: usize,
@@ -214,7 +217,9 @@ pub struct RpcConfig {
 }
 
 impl RpcConfig {
-    /// HTTP worker threads: as configured, else one per core.
+    /// HTTP worker threads: as configured, else one per core (a loaded
+    /// [`crate::Config`] with a `pipeline.thread_budget` has its share
+    /// filled in).
     pub fn workers(&self) -> usize {
         self.workers.unwrap_or_else(crate::cores)
     }
@@ -327,17 +332,25 @@ pub struct PipelineConfig {
     pub prepare_ahead_blocks: usize,
     /// Executed blocks waiting for commit.
     pub commit_mailbox_blocks: usize,
-    /// Hashing and recovery threads; absent: one per core.
+    /// Threads the node's CPU pools share (HTTP, recovery, preparation,
+    /// execution, consensus): each pool not sized explicitly gets its
+    /// weight's share, at least one (see `threads.rs`); absent: no budget,
+    /// each pool one thread per core.
+    pub thread_budget: Option<usize>,
+    /// Hashing and recovery threads; absent: one per core, or a
+    /// share of `thread_budget`.
     pub prepare_workers: Option<usize>,
     /// Threads checking submitted transactions and recovering their
-    /// senders (admission's recovery stage); absent: one per core.
+    /// senders (admission's recovery stage); absent: one per core, or
+    /// a share of `pipeline.thread_budget`.
     pub recovery_workers: Option<usize>,
     /// Submitted transactions waiting for recovery; past it submissions are
     /// answered `txpool is full`.
     pub recovery_queue_txs: usize,
     /// Prepared-transaction cache entries.
     pub prepared_cache_txs: usize,
-    /// Parallel executor worker threads; absent: one per core.
+    /// Parallel executor worker threads; absent: one per core, or a
+    /// share of `thread_budget` (with one, blocks of contract calls run in order).
     pub execute_workers: Option<usize>,
     /// Smallest block executed in parallel.
     pub occ_min_block_txs: usize,
@@ -349,19 +362,21 @@ pub struct PipelineConfig {
 
 impl PipelineConfig {
     /// Block preparation's hashing and recovery threads: as configured,
-    /// else one per core.
+    /// else one per core or its share of the budget.
     pub fn prepare_workers(&self) -> usize {
-        self.prepare_workers.unwrap_or_else(crate::cores)
+        self.prepare_workers.unwrap_or_else(|| pool_size(Pool::Prepare, self.thread_budget))
     }
 
-    /// Admission's recovery threads: as configured, else one per core.
+    /// Admission's recovery threads: as configured, else one per core or its
+    /// share of the budget.
     pub fn recovery_workers(&self) -> usize {
-        self.recovery_workers.unwrap_or_else(crate::cores)
+        self.recovery_workers.unwrap_or_else(|| pool_size(Pool::Recovery, self.thread_budget))
     }
 
-    /// The parallel executor's threads: as configured, else one per core.
+    /// The parallel executor's threads: as configured, else one per core or its
+    /// share of the budget.
     pub fn execute_workers(&self) -> usize {
-        self.execute_workers.unwrap_or_else(crate::cores)
+        self.execute_workers.unwrap_or_else(|| pool_size(Pool::Execute, self.thread_budget))
     }
 }
 
@@ -509,7 +524,8 @@ pub struct ConsensusConfig {
     pub max_exec_lag_blocks: u64,
     /// Finalized blocks handed to execution and not yet committed.
     pub max_pending_acks: usize,
-    /// Threads of the consensus runtime; absent: one per core.
+    /// Threads of the consensus runtime; absent: one per core, or
+    /// a share of `pipeline.thread_budget`.
     pub worker_threads: Option<usize>,
     /// Messages per second from one peer on the vote and certificate
     /// channels.
@@ -535,7 +551,9 @@ pub struct ConsensusConfig {
 }
 
 impl ConsensusConfig {
-    /// Threads of the consensus runtime: as configured, else one per core.
+    /// Threads of the consensus runtime: as configured, else one per core
+    /// (a loaded [`crate::Config`] with a `pipeline.thread_budget` has its
+    /// share filled in).
     pub fn worker_threads(&self) -> usize {
         self.worker_threads.unwrap_or_else(crate::cores)
     }

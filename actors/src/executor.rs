@@ -96,6 +96,9 @@ impl Executor {
         if !outcome.skipped.is_empty() {
             metrics::counter!(m::TXS_SKIPPED).increment(outcome.skipped.len() as u64);
             for (hash, reason) in &outcome.skipped {
+                // Recorded as a string, as before skips were data: a
+                // `Display` field would print unquoted, changing the log line.
+                let reason = reason.to_string();
                 tracing::warn!(number, tx = %hash, reason, "transaction not applicable at its position; dropped");
             }
         }

@@ -76,7 +76,7 @@
 //! - `env` (private): translation of headers, config and transactions into
 //!   revm environments. `overlay` (private): the block's working state.
 //!   `prefetch` (private): the in-order loops' prefetch of the next
-//!   transactions.
+//!   transactions. `skip` (private): revm's refusals as skip reasons.
 
 pub mod access_list;
 pub mod call;
@@ -95,6 +95,7 @@ pub mod precompiles;
 mod prefetch;
 pub mod sequential;
 pub mod simulate;
+mod skip;
 pub mod stats;
 pub mod testing;
 pub mod trace;
@@ -102,7 +103,7 @@ mod trace_geth;
 pub mod trace_limits;
 
 use alloy_primitives::B256;
-use sluice_messages::{ChangeSet, PreparedBlock, Receipt};
+use sluice_messages::{ChangeSet, PreparedBlock, Receipt, SkipReason};
 use sluice_state::StateReader;
 
 pub use access_list::{create_access_list, AccessListOutcome};
@@ -122,7 +123,7 @@ pub struct BlockOutcome {
     pub receipts: Vec<Receipt>,
     /// Transactions that could not be applied at their position, with why,
     /// in block order.
-    pub skipped: Vec<(B256, String)>,
+    pub skipped: Vec<(B256, SkipReason)>,
     /// Total gas used by the applied transactions.
     pub gas_used: u64,
     /// The block's state changes, in canonical order.

@@ -57,12 +57,13 @@ use revm::{
     context_interface::result::EVMError,
     ExecuteEvm, MainBuilder, MainContext,
 };
-use sluice_messages::{ChangeSet, Log, PreparedBlock, PreparedTx, Receipt, RecoveredTx};
+use sluice_messages::{ChangeSet, Log, PreparedBlock, PreparedTx, Receipt, RecoveredTx, SkipReason};
 use sluice_state::StateReader;
 
 use crate::{
     env::{block_env, cfg_env, tx_env},
     overlay::BlockState,
+    skip::refusal,
     BlockOutcome, ExecConfig, ExecError,
 };
 
@@ -94,7 +95,7 @@ pub fn execute_block(
             // Transaction and header validation errors, and anything else
             // revm refuses before changing state: revm has already discarded
             // the transaction's journal, so skipping it is exact.
-            Err(e) => tally.skipped.push((tx.hash, e.to_string())),
+            Err(e) => tally.skipped.push((tx.hash, refusal(e))),
         }
     }
     let changes = evm.ctx.journaled_state.database.change_set()?;
@@ -105,7 +106,7 @@ pub fn execute_block(
 #[derive(Debug)]
 pub(crate) struct Tally {
     pub(crate) receipts: Vec<Receipt>,
-    pub(crate) skipped: Vec<(B256, String)>,
+    pub(crate) skipped: Vec<(B256, SkipReason)>,
     pub(crate) gas_used: u64,
 }
 
@@ -125,19 +126,19 @@ impl Tally {
         let tx = match prepared {
             PreparedTx::Ready(tx) => tx,
             PreparedTx::Invalid { hash, reason } => {
-                self.skipped.push((*hash, reason.clone()));
+                self.skipped.push((*hash, SkipReason::Other(reason.clone())));
                 return None;
             }
         };
         if tx.gas_limit() > remaining {
-            let reason = format!("gas limit {} exceeds remaining block gas {remaining}", tx.gas_limit());
+            let reason = SkipReason::BlockGasReached { gas_limit: tx.gas_limit(), remaining };
             self.skipped.push((tx.hash, reason));
             return None;
         }
         match tx_env(tx) {
             Ok(env) => Some((tx, env)),
             Err(reason) => {
-                self.skipped.push((tx.hash, reason.to_string()));
+                self.skipped.push((tx.hash, SkipReason::Other(reason.to_owned())));
                 None
             }
         }

@@ -6,7 +6,7 @@ mod common;
 use alloy_primitives::{Address, B256, U256};
 use common::*;
 use sluice_executor::{BlockExecutor, SequentialExecutor};
-use sluice_messages::PreparedTx;
+use sluice_messages::{PreparedTx, SkipReason};
 
 #[test]
 fn eip1559_transfer_moves_value_pays_tip_and_burns_base_fee() {
@@ -96,7 +96,13 @@ fn inapplicable_transactions_are_skipped_and_later_ones_still_apply() {
 
     let skipped: Vec<B256> = out.skipped.iter().map(|(h, _)| *h).collect();
     assert_eq!(skipped, vec![hashes[1], hashes[2], hashes[3], hashes[4]]);
-    let reasons: Vec<&str> = out.skipped.iter().map(|(_, r)| r.as_str()).collect();
+    // The kind of each refusal is data; its text is what the node logs.
+    let kinds: Vec<&SkipReason> = out.skipped.iter().map(|(_, r)| r).collect();
+    assert!(matches!(kinds[0], SkipReason::NonceTooHigh { tx: 2, state: 1 }), "{:?}", kinds[0]);
+    assert!(matches!(kinds[1], SkipReason::InsufficientFunds { .. }), "{:?}", kinds[1]);
+    assert_eq!(kinds[2], &SkipReason::Other("undecodable".into()));
+    assert_eq!(kinds[3], &SkipReason::FeeCapBelowBaseFee);
+    let reasons: Vec<String> = out.skipped.iter().map(|(_, r)| r.to_string()).collect();
     assert!(reasons[0].contains("nonce 2 too high"), "{}", reasons[0]);
     assert!(reasons[1].contains("lack of funds"), "{}", reasons[1]);
     assert_eq!(reasons[2], "undecodable");
@@ -123,7 +129,8 @@ fn gas_limit_above_remaining_block_gas_is_skipped() {
     assert_eq!(out.receipts.len(), 2);
     assert_eq!(out.skipped.len(), 1);
     assert_eq!(out.skipped[0].0, big_hash);
-    assert!(out.skipped[0].1.contains("remaining block gas 29000"), "{}", out.skipped[0].1);
+    assert!(out.skipped[0].1.to_string().contains("remaining block gas 29000"), "{}", out.skipped[0].1);
+    assert!(matches!(out.skipped[0].1, SkipReason::BlockGasReached { remaining: 29_000, .. }));
     assert_eq!(out.gas_used, 42_000);
 }
 

@@ -171,7 +171,12 @@ fn blocks_skip_a_transaction_over_the_gas_cap_on_osaka_only() {
     let out = execute_block(&state, &cfg(), &b).expect("executes");
     assert_eq!((out.receipts.len(), out.skipped.len()), (1, 1));
     assert_eq!(out.skipped[0].0, over_hash);
-    assert!(out.skipped[0].1.contains("gas limit"), "{}", out.skipped[0].1);
+    assert!(out.skipped[0].1.to_string().contains("gas limit"), "{}", out.skipped[0].1);
+    assert!(
+        matches!(out.skipped[0].1, sluice_messages::SkipReason::GasLimitAboveCap { cap: 16_777_216, .. }),
+        "{:?}",
+        out.skipped[0].1
+    );
     // The parallel executor agrees (its transfer path checks the cap too).
     let mut occ = OccExecutor::new(cfg(), 2, 1);
     let parallel = occ.execute(&state, &b).expect("executes");

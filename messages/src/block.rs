@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use alloy_primitives::{Address, Bytes, B256};
 
-use crate::{changes::ChangeSet, receipt::Receipt, tx::PreparedTx};
+use crate::{changes::ChangeSet, receipt::Receipt, skip::SkipReason, tx::PreparedTx};
 
 /// What the block producer decides when it seals a block. The app hash
 /// (`stateRoot` over RPC) is not part of it: it is only known after
@@ -79,7 +79,7 @@ pub struct ExecutedBlock {
     /// (skipped transactions have no receipt, so the two can differ).
     pub raw_index: Vec<u32>,
     /// Transactions that could not be applied at their position, with why.
-    pub skipped: Vec<(B256, String)>,
+    pub skipped: Vec<(B256, SkipReason)>,
     /// Total gas used by applied transactions.
     pub gas_used: u64,
     /// The block's state changes, canonical order. Shared: the execution stage's

@@ -11,6 +11,7 @@
 //! - [`block`]: headers, sealed blocks (raw transactions) and prepared blocks.
 //! - [`block_size`]: EIP-7934's cap on a block's RLP size.
 //! - [`receipt`]: execution results per transaction, with logs.
+//! - [`skip`]: why a block's transaction was not applied.
 //! - [`changes`]: a block's state change set in canonical order.
 //! - [`proposal`]: what a validator's consensus and pipeline hand each
 //!   other (the parent, the sealed proposal, the commit callback).
@@ -23,6 +24,7 @@ pub mod block_size;
 pub mod changes;
 pub mod proposal;
 pub mod receipt;
+pub mod skip;
 pub mod spec;
 pub mod synthetic;
 pub mod tx;
@@ -32,6 +34,7 @@ pub use block::{BlockHeader, ExecutedBlock, PreparedBlock, SealedBlock, StateRef
 pub use changes::{AccountChange, ChangeSet, CodeChange};
 pub use proposal::{Built, FinalizedItem, OnCommit, Parent, PipelineClosed};
 pub use receipt::{Log, LogCriteria, Receipt};
+pub use skip::SkipReason;
 pub use spec::Spec;
 pub use synthetic::synthetic_address;
 pub use tx::{keccak256, PreparedTx, RecoveredTx};

@@ -195,7 +195,7 @@ fn run<DB: Database<Error = DbError> + ServesEmpty>(
             Err(EVMError::Database(e)) => return Err(e.into()),
             // Refused before execution: revm discarded the transaction's
             // journal entries, as in the sequential executor.
-            Err(e) => tally.skipped.push((tx.hash, e.to_string())),
+            Err(e) => tally.skipped.push((tx.hash, crate::skip::refusal(e))),
         }
         // Both asked every time: each forgets once asked.
         let watched = watch::took_place();

@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 
 use alloy_primitives::U256;
-use sluice_messages::PreparedTx;
+use sluice_messages::{PreparedTx, SkipReason};
 
 use super::{
     entry::{Dirty, Key},
@@ -203,7 +203,7 @@ impl Making {
             return Err(Stop::Decline);
         }
         self.writes.extend(lane.written(run));
-        match (prepared, std::mem::replace(&mut run.res, Res::Static(String::new()))) {
+        match (prepared, std::mem::replace(&mut run.res, Res::Static(SkipReason::Other(String::new())))) {
             (PreparedTx::Ready(_), Res::Applied { result, fee }) => {
                 out.gas_used = out.gas_used.saturating_add(result.tx_gas_used());
                 self.receipts.push((i, out.applied, out.gas_used, result));

@@ -13,7 +13,7 @@ use revm::{
     state::{Account, AccountInfo, Bytecode, EvmState, EvmStorageSlot, TransactionId},
     Database, MainBuilder, MainnetEvm,
 };
-use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx};
+use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, SkipReason};
 use sluice_state::StateReader;
 
 use super::entry::{self, Entry, Key};
@@ -22,6 +22,7 @@ use crate::{
     env::{block_env, cfg_env, spec_id, tx_env},
     journal::{change_set, sets_code, StartDb},
     occ::fee::DeferredFee,
+    skip::refusal,
     ExecConfig, ExecError,
 };
 
@@ -70,9 +71,9 @@ pub(crate) enum Res {
     /// Applied, with the priority fee it owes the coinbase.
     Applied { result: ExecutionResult, fee: U256 },
     /// Refused by revm at its position (nonce, funds...): depends on state.
-    Refused(String),
+    Refused(SkipReason),
     /// Skipped whatever the state (invalid, unsupported type).
-    Static(String),
+    Static(SkipReason),
 }
 
 /// One execution of a transaction on a lane: ranges into the lane's logs.
@@ -153,7 +154,9 @@ impl<'a> Lane<'a> {
         let (r, w) = (self.reads.len(), self.writes.len());
         let run = |res| Run { reads: r..r, writes: w..w, res };
         let tx = match prepared {
-            PreparedTx::Invalid { reason, .. } => return Ok(run(Res::Static(reason.clone()))),
+            PreparedTx::Invalid { reason, .. } => {
+                return Ok(run(Res::Static(SkipReason::Other(reason.clone()))))
+            }
             PreparedTx::Ready(tx) => tx,
         };
         if sets_code(prepared) {
@@ -161,7 +164,7 @@ impl<'a> Lane<'a> {
         }
         let env = match tx_env(tx) {
             Ok(env) => env,
-            Err(reason) => return Ok(run(Res::Static(reason.to_string()))),
+            Err(reason) => return Ok(run(Res::Static(SkipReason::Other(reason.to_owned())))),
         };
         // Access-listed slots are warm: revm builds no entry when one is
         // first used, so they count as read.
@@ -178,7 +181,7 @@ impl<'a> Lane<'a> {
         let res = match handler.run(&mut self.evm) {
             Ok(result) => Res::Applied { result, fee: handler.fee() },
             Err(EVMError::Database(e)) => return Err(e.into()),
-            Err(e) => Res::Refused(e.to_string()),
+            Err(e) => Res::Refused(refusal(e)),
         };
         let applied = matches!(res, Res::Applied { .. });
         let state = &mut self.evm.ctx.journaled_state.inner.state;

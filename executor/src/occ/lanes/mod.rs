@@ -56,7 +56,7 @@ use alloy_primitives::B256;
 use correct::{Filters, Making};
 use entry::Key;
 use lane::{Lane, Run, Stop, Val};
-use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt};
+use sluice_messages::{ChangeSet, PreparedBlock, PreparedTx, Receipt, SkipReason};
 use sluice_state::StateReader;
 
 use super::threads::{lock, Wake, Workers};
@@ -84,7 +84,7 @@ struct Final {
     /// Built after the chunk is handed on, off the path from one chunk's
     /// correction to the next; taken by [`Shared::gather`].
     receipts: Mutex<Option<Vec<Receipt>>>,
-    skipped: Vec<(B256, String)>,
+    skipped: Vec<(B256, SkipReason)>,
     /// The block's applied transactions and gas used, up to this chunk.
     applied: u32,
     gas_used: u64,

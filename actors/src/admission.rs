@@ -233,7 +233,9 @@ async fn admit_all(
     if let Some(journal) = journal {
         if let Err(cause) = journal.write(entries).await {
             for slot in accepted {
-                results[slot] = Err(TxError::Journal(cause.clone()));
+                // TxError lives in sluice-txpool, which cannot name this
+                // crate's error: it keeps the text clients are answered with.
+                results[slot] = Err(TxError::Journal(cause.to_string()));
             }
         }
     }

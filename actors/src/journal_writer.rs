@@ -37,9 +37,26 @@ pub const FULL_RETRY: Duration = Duration::from_secs(2);
 /// committed nonce has not passed it); compaction keeps those.
 pub type PendingFilter = Box<dyn Fn(&Entry) -> bool + Send>;
 
+/// Why transactions could not be made durable in the journal.
+///
+/// Cloneable because one append answers every request of its batch: the
+/// I/O error is shared rather than copied, so each waiter sees the cause
+/// itself and not only its text.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JournalWriteError {
+    /// The writer thread is gone (the node is stopping, or the thread
+    /// died), so nothing more can be written.
+    #[error("writer stopped")]
+    Stopped,
+    /// Appending to or syncing the file failed; the text is the OS's
+    /// (`No space left on device`), as clients saw it before.
+    #[error(transparent)]
+    Io(Arc<io::Error>),
+}
+
 struct Request {
     entries: Vec<Entry>,
-    reply: oneshot::Sender<Result<(), String>>,
+    reply: oneshot::Sender<Result<(), JournalWriteError>>,
 }
 
 /// The handle admission writes through.
@@ -71,13 +88,13 @@ impl JournalWriter {
     }
 
     /// Appends `entries` and returns once they are on disk, or why not.
-    pub async fn write(&self, entries: Vec<Entry>) -> Result<(), String> {
+    pub async fn write(&self, entries: Vec<Entry>) -> Result<(), JournalWriteError> {
         if entries.is_empty() {
             return Ok(());
         }
         let (reply, rx) = oneshot::channel();
-        self.queue.send_async(Request { entries, reply }).await.map_err(|_| "writer stopped".to_string())?;
-        rx.await.map_err(|_| "writer stopped".to_string())?
+        self.queue.send_async(Request { entries, reply }).await.map_err(|_| JournalWriteError::Stopped)?;
+        rx.await.map_err(|_| JournalWriteError::Stopped)?
     }
 }
 
@@ -112,7 +129,7 @@ impl Writer {
                 let started = Instant::now();
                 let written = self.journal.append(batch.iter().flat_map(|r| r.entries.iter()));
                 sync_seconds.record(started.elapsed().as_secs_f64());
-                let answer = written.map_err(|e| e.to_string());
+                let answer = written.map_err(|e| JournalWriteError::Io(Arc::new(e)));
                 if let Err(e) = &answer {
                     tracing::error!(error = %e, "writing the transaction journal failed");
                 }
@@ -171,5 +188,29 @@ impl Writer {
                 self.full.store(true, Ordering::Release);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Clients are answered with these texts (`transaction journal: ...`):
+    /// they are the ones the writer sent as strings before.
+    #[test]
+    fn errors_read_as_before() {
+        assert_eq!(JournalWriteError::Stopped.to_string(), "writer stopped");
+        let full = io::Error::new(io::ErrorKind::StorageFull, "No space left on device");
+        assert_eq!(JournalWriteError::Io(Arc::new(full)).to_string(), "No space left on device");
+    }
+
+    /// A writer whose thread is gone answers `Stopped`, not a panic.
+    #[tokio::test]
+    async fn a_gone_thread_is_stopped() {
+        let (queue, rx) = flume::bounded(1);
+        drop(rx);
+        let writer = JournalWriter { queue, full: Arc::new(AtomicBool::new(false)) };
+        let entry = Entry { sender: Default::default(), nonce: 0, raw: vec![1].into() };
+        assert!(matches!(writer.write(vec![entry]).await, Err(JournalWriteError::Stopped)));
     }
 }

@@ -28,7 +28,7 @@ use crate::{
     backend::Backend,
     engine::{self, channel, Channels, Role, Setup, Timeouts},
     liveness::Idle,
-    validators::ValidatorSet,
+    validators::{KeyError, ValidatorSet, ValidatorsError},
 };
 
 /// What one validator needs to join the network.
@@ -118,6 +118,13 @@ pub enum ConsensusError {
     /// The config is unusable.
     #[error("consensus config: {0}")]
     Config(String),
+    /// The validator or follower set is unusable.
+    #[error("consensus config: {0}")]
+    Set(#[from] ValidatorsError),
+    /// A validator's key is unusable (the set's own check names the
+    /// validator; this is the key alone).
+    #[error("consensus config: {0}")]
+    Key(#[from] KeyError),
     /// The engine could not start.
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
@@ -207,7 +214,7 @@ pub fn spawn<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, Co
 /// A follower over its upstreams' feeds: no p2p, no marshal; one thread
 /// ([`crate::upstream`]) that stops when asked or when the node halts.
 fn spawn_upstream<B: Backend>(cfg: ValidatorConfig, backend: B) -> Result<Running, ConsensusError> {
-    let participants = cfg.set.public_keys().map_err(ConsensusError::Config)?;
+    let participants = cfg.set.public_keys()?;
     let namespace = namespace(cfg.set.chain_id, &cfg.set_hash);
     let upstreams = crate::upstream::Upstreams {
         urls: cfg.upstreams.clone(),
@@ -245,11 +252,11 @@ async fn run<B: Backend>(
         let _ = started.send(Err(e));
         ConsensusError::DidNotStart
     };
-    let participants = cfg.set.public_keys().map_err(|e| fail(ConsensusError::Config(e)))?;
+    let participants = cfg.set.public_keys().map_err(|e| fail(ConsensusError::Set(e)))?;
     let mut peers = Vec::with_capacity(cfg.set.validator.len());
     for v in &cfg.set.validator {
-        let key = crate::validators::parse_public_key(&v.public_key)
-            .map_err(|e| fail(ConsensusError::Config(e)))?;
+        let key =
+            crate::validators::parse_public_key(&v.public_key).map_err(|e| fail(ConsensusError::Key(e)))?;
         peers.push((key, PeerAddress::Symmetric(v.p2p_addr)));
     }
     let peers = Map::from_iter_dedup(peers);
@@ -259,8 +266,9 @@ async fn run<B: Backend>(
     let mut secondary = Vec::new();
     if !cfg.follow {
         for f in &cfg.followers {
-            let key = crate::validators::parse_public_key(&f.public_key)
-                .map_err(|e| fail(ConsensusError::Config(format!("follower {}: {e}", f.name))))?;
+            let key = crate::validators::parse_public_key(&f.public_key).map_err(|source| {
+                fail(ConsensusError::Set(ValidatorsError::FollowerKey { name: f.name.clone(), source }))
+            })?;
             secondary.push((key, PeerAddress::Symmetric(f.p2p_addr)));
         }
     }

@@ -75,11 +75,51 @@ pub(crate) enum UpstreamError {
         /// The height it claimed.
         height: u64,
         /// What did not check.
-        why: String,
+        why: ItemError,
     },
     /// The pipeline stopped: following ends.
     #[error("the pipeline stopped")]
     Stopped,
+}
+
+/// Why a feed item does not check against this node's tail; each one
+/// makes the follower leave that upstream.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ItemError {
+    /// Not the next height this node needs.
+    #[error("expected height {expected}")]
+    Height {
+        /// The height this node needs next.
+        expected: u64,
+    },
+    /// The block bytes do not decode within the chain's limits.
+    #[error("block: {0}")]
+    Block(#[source] commonware_codec::Error),
+    /// The block inside claims another height than the item.
+    #[error("the block is at height {number}")]
+    BlockHeight {
+        /// The block header's height.
+        number: u64,
+    },
+    /// The block's parent is not this node's head (or the held block
+    /// before it).
+    #[error("the block does not extend {parent}")]
+    Unlinked {
+        /// The hash it should have named as parent.
+        parent: alloy_primitives::B256,
+    },
+    /// Too many blocks held without a certificate: memory is bounded.
+    #[error("more than {MAX_UNCERTIFIED} blocks in a row without a certificate")]
+    TooManyUncertified,
+    /// The certificate bytes do not decode.
+    #[error("undecodable finalization: {0}")]
+    Finalization(#[source] commonware_codec::Error),
+    /// The certificate's signatures are not a quorum of the set.
+    #[error("finalization does not verify against the validator set")]
+    Unverified,
+    /// The certificate is valid but finalizes another block.
+    #[error("the block is not the one its certificate finalizes")]
+    OtherBlock,
 }
 
 /// Blocks a follower holds without a certificate of their own, waiting
@@ -108,22 +148,22 @@ impl Tail {
         scheme: &ed25519::Scheme,
         limits: &BlockLimits,
         item: FinalizedItem,
-    ) -> Result<Vec<(FinalizedItem, Arc<SealedBlock>)>, String> {
+    ) -> Result<Vec<(FinalizedItem, Arc<SealedBlock>)>, ItemError> {
         let expected = self.next + self.pending.len() as u64;
         if item.height != expected {
-            return Err(format!("expected height {expected}"));
+            return Err(ItemError::Height { expected });
         }
-        let block = ChainBlock::decode_cfg(item.block.to_vec(), limits).map_err(|e| format!("block: {e}"))?.0;
+        let block = ChainBlock::decode_cfg(item.block.to_vec(), limits).map_err(ItemError::Block)?.0;
         if block.header.number != item.height {
-            return Err(format!("the block is at height {}", block.header.number));
+            return Err(ItemError::BlockHeight { number: block.header.number });
         }
         let parent = self.pending.last().map_or(self.last_hash, |(_, b)| b.hash);
         if block.header.parent_hash != parent {
-            return Err(format!("the block does not extend {parent}"));
+            return Err(ItemError::Unlinked { parent });
         }
         if item.finalization.is_empty() {
             if self.pending.len() >= MAX_UNCERTIFIED {
-                return Err(format!("more than {MAX_UNCERTIFIED} blocks in a row without a certificate"));
+                return Err(ItemError::TooManyUncertified);
             }
             self.pending.push((item, block));
             return Ok(Vec::new());
@@ -132,12 +172,12 @@ impl Tail {
             item.finalization.to_vec(),
             &scheme.certificate_codec_config(),
         )
-        .map_err(|e| format!("undecodable finalization: {e}"))?;
+        .map_err(ItemError::Finalization)?;
         if !finalization.verify(&mut commonware_utils::sys_rng(), scheme, &Sequential) {
-            return Err("finalization does not verify against the validator set".into());
+            return Err(ItemError::Unverified);
         }
         if digest_of(&block.hash) != finalization.proposal.payload {
-            return Err("the block is not the one its certificate finalizes".into());
+            return Err(ItemError::OtherBlock);
         }
         let mut done = std::mem::take(&mut self.pending);
         done.push((item, block));
@@ -500,7 +540,7 @@ mod tests {
         assert_eq!(done.iter().map(|(_, b)| b.header.number).collect::<Vec<_>>(), [8, 9]);
         assert_eq!((tail.next, tail.last_hash), (10, b9.hash));
 
-        let refused = |it: FinalizedItem| fresh().take(&scheme, &limits(), it).unwrap_err();
+        let refused = |it: FinalizedItem| fresh().take(&scheme, &limits(), it).unwrap_err().to_string();
         assert!(refused(item(&b8, Vec::new())).contains("expected height 7"));
         let stranger = block(7, B256::repeat_byte(2));
         assert!(refused(item(&stranger, Vec::new())).contains("does not extend"));
@@ -508,6 +548,10 @@ mod tests {
         assert!(refused(item(&b7, finalization(&keys, b7.hash.0, true))).contains("does not verify"));
         let garbage = FinalizedItem { block: vec![1, 2, 3].into(), ..item(&b7, Vec::new()) };
         assert!(refused(garbage).starts_with("block:"));
+        assert!(matches!(
+            fresh().take(&scheme, &limits(), item(&b8, Vec::new())),
+            Err(ItemError::Height { expected: 7 })
+        ));
         // A certificate over a block whose parents were never linked to
         // this node's head proves nothing here.
         let mut tail = fresh();

@@ -62,7 +62,24 @@ pub enum SetError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The file is not a valid validator set.
+    /// The file is not TOML of the expected shape.
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's complaint (line, column, what was expected).
+        source: toml::de::Error,
+    },
+    /// The file parses but its content is not a usable set.
+    #[error("{path}: {source}")]
+    Set {
+        /// The file.
+        path: String,
+        /// The rule it breaks.
+        source: ValidatorsError,
+    },
+    /// A key file is unusable (shared permissions, not a key, already
+    /// there when writing a new one).
     #[error("{path}: {reason}")]
     Invalid {
         /// The file.
@@ -70,6 +87,62 @@ pub enum SetError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// Why a public key written in a set file is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The text is not hex.
+    #[error("not hex: {0}")]
+    NotHex(#[source] hex::FromHexError),
+    /// The bytes are not an ed25519 public key (wrong length, not a point
+    /// of the curve).
+    #[error("not an ed25519 public key: {0}")]
+    NotPublicKey(#[source] commonware_codec::Error),
+}
+
+/// Why a validator set (or follower set) is unusable, whatever file it
+/// came from: [`SetError::Set`] adds the path.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidatorsError {
+    /// A set without validators could never finalize a block.
+    #[error("no [[validator]] entries")]
+    NoValidators,
+    /// A zero limit in the shared rules would make every block invalid.
+    #[error("rules: block_gas_limit, max_block_txs, max_block_bytes and max_tx_size_bytes must be > 0")]
+    ZeroLimit,
+    /// A validator's public key is unusable.
+    #[error("validator {name}: {source}")]
+    ValidatorKey {
+        /// The validator's name in the file.
+        name: String,
+        /// What is wrong with its key.
+        source: KeyError,
+    },
+    /// A follower's public key is unusable.
+    #[error("follower {name}: {source}")]
+    FollowerKey {
+        /// The follower's name in the file.
+        name: String,
+        /// What is wrong with its key.
+        source: KeyError,
+    },
+    /// Two entries share a key: one node would hold two votes (or two
+    /// peer slots).
+    #[error("a public key appears twice")]
+    DuplicateKey,
+    /// Two validators share a p2p address: one could not be dialled.
+    #[error("a p2p_addr appears twice")]
+    DuplicateP2pAddr,
+    /// A follower holding a validator's key could speak as it.
+    #[error("follower {name} has a validator's key")]
+    FollowerIsValidator {
+        /// The follower's name in the file.
+        name: String,
+    },
+    /// The set could not be written as TOML.
+    #[error("{0}")]
+    Encode(#[source] toml::ser::Error),
 }
 
 fn invalid(path: &Path, reason: impl Into<String>) -> SetError {
@@ -80,10 +153,18 @@ fn io(path: &Path, source: std::io::Error) -> SetError {
     SetError::Io { path: path.display().to_string(), source }
 }
 
+fn parse(path: &Path, source: toml::de::Error) -> SetError {
+    SetError::Parse { path: path.display().to_string(), source }
+}
+
+fn broken(path: &Path, source: ValidatorsError) -> SetError {
+    SetError::Set { path: path.display().to_string(), source }
+}
+
 /// Parses a 32-byte ed25519 public key from hex.
-pub fn parse_public_key(hex_key: &str) -> Result<PublicKey, String> {
-    let bytes = hex::decode(hex_key.trim_start_matches("0x")).map_err(|e| format!("not hex: {e}"))?;
-    PublicKey::decode(bytes::Bytes::from(bytes)).map_err(|e| format!("not an ed25519 public key: {e}"))
+pub fn parse_public_key(hex_key: &str) -> Result<PublicKey, KeyError> {
+    let bytes = hex::decode(hex_key.trim_start_matches("0x")).map_err(KeyError::NotHex)?;
+    PublicKey::decode(bytes::Bytes::from(bytes)).map_err(KeyError::NotPublicKey)
 }
 
 /// Hex of a private key's public key: how logs and files name a node.
@@ -100,26 +181,26 @@ impl ValidatorSet {
     /// Reads and checks the file.
     pub fn load(path: &Path) -> Result<(ValidatorSet, B256), SetError> {
         let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
-        let set: ValidatorSet = toml::from_str(&text).map_err(|e| invalid(path, e.to_string()))?;
-        set.check().map_err(|reason| invalid(path, reason))?;
+        let set: ValidatorSet = toml::from_str(&text).map_err(|e| parse(path, e))?;
+        set.check().map_err(|e| broken(path, e))?;
         Ok((set, sluice_messages::keccak256(text.as_bytes())))
     }
 
     /// Writes the file; returns its hash.
     pub fn save(&self, path: &Path) -> Result<B256, SetError> {
-        let text = self.to_toml().map_err(|reason| invalid(path, reason))?;
+        let text = self.to_toml().map_err(|e| broken(path, e))?;
         std::fs::write(path, &text).map_err(|e| io(path, e))?;
         Ok(sluice_messages::keccak256(text.as_bytes()))
     }
 
     /// The file's text.
-    pub fn to_toml(&self) -> Result<String, String> {
-        toml::to_string(self).map_err(|e| e.to_string())
+    pub fn to_toml(&self) -> Result<String, ValidatorsError> {
+        toml::to_string(self).map_err(ValidatorsError::Encode)
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ValidatorsError> {
         if self.validator.is_empty() {
-            return Err("no [[validator]] entries".into());
+            return Err(ValidatorsError::NoValidators);
         }
         let r = &self.rules;
         if r.block_gas_limit == 0
@@ -127,29 +208,28 @@ impl ValidatorSet {
             || r.max_block_bytes == 0
             || r.max_tx_size_bytes == 0
         {
-            return Err(
-                "rules: block_gas_limit, max_block_txs, max_block_bytes and max_tx_size_bytes must be > 0"
-                    .into(),
-            );
+            return Err(ValidatorsError::ZeroLimit);
         }
         let keys = self.public_keys()?;
         if keys.len() != self.validator.len() {
-            return Err("a public key appears twice".into());
+            return Err(ValidatorsError::DuplicateKey);
         }
         let mut addrs: Vec<_> = self.validator.iter().map(|v| v.p2p_addr).collect();
         addrs.sort();
         addrs.dedup();
         if addrs.len() != self.validator.len() {
-            return Err("a p2p_addr appears twice".into());
+            return Err(ValidatorsError::DuplicateP2pAddr);
         }
         Ok(())
     }
 
     /// The validators' keys, as consensus orders them.
-    pub fn public_keys(&self) -> Result<Set<PublicKey>, String> {
+    pub fn public_keys(&self) -> Result<Set<PublicKey>, ValidatorsError> {
         let mut keys = Vec::with_capacity(self.validator.len());
         for v in &self.validator {
-            keys.push(parse_public_key(&v.public_key).map_err(|e| format!("validator {}: {e}", v.name))?);
+            let key = parse_public_key(&v.public_key)
+                .map_err(|source| ValidatorsError::ValidatorKey { name: v.name.clone(), source })?;
+            keys.push(key);
         }
         Ok(Set::from_iter_dedup(keys))
     }
@@ -180,29 +260,31 @@ impl FollowerSet {
     /// key could speak as it).
     pub fn load(path: &Path, validators: &ValidatorSet) -> Result<FollowerSet, SetError> {
         let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
-        let set: FollowerSet = toml::from_str(&text).map_err(|e| invalid(path, e.to_string()))?;
-        let voters = validators.public_keys().map_err(|reason| invalid(path, reason))?;
-        let keys = set.public_keys().map_err(|reason| invalid(path, reason))?;
+        let set: FollowerSet = toml::from_str(&text).map_err(|e| parse(path, e))?;
+        let voters = validators.public_keys().map_err(|e| broken(path, e))?;
+        let keys = set.public_keys().map_err(|e| broken(path, e))?;
         if keys.len() != set.follower.len() {
-            return Err(invalid(path, "a public key appears twice"));
+            return Err(broken(path, ValidatorsError::DuplicateKey));
         }
         if let Some(f) = set.follower.iter().zip(keys.iter()).find(|(_, k)| voters.position(k).is_some()) {
-            return Err(invalid(path, format!("follower {} has a validator's key", f.0.name)));
+            return Err(broken(path, ValidatorsError::FollowerIsValidator { name: f.0.name.clone() }));
         }
         Ok(set)
     }
 
     /// Writes the file.
     pub fn save(&self, path: &Path) -> Result<(), SetError> {
-        let text = toml::to_string(self).map_err(|e| invalid(path, e.to_string()))?;
+        let text = toml::to_string(self).map_err(|e| broken(path, ValidatorsError::Encode(e)))?;
         std::fs::write(path, text).map_err(|e| io(path, e))
     }
 
     /// The followers' keys.
-    pub fn public_keys(&self) -> Result<Set<PublicKey>, String> {
+    pub fn public_keys(&self) -> Result<Set<PublicKey>, ValidatorsError> {
         let mut keys = Vec::with_capacity(self.follower.len());
         for f in &self.follower {
-            keys.push(parse_public_key(&f.public_key).map_err(|e| format!("follower {}: {e}", f.name))?);
+            let key = parse_public_key(&f.public_key)
+                .map_err(|source| ValidatorsError::FollowerKey { name: f.name.clone(), source })?;
+            keys.push(key);
         }
         Ok(Set::from_iter_dedup(keys))
     }
@@ -270,6 +352,37 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// Operators read these in the node's refusal to start: the texts are
+    /// the ones the checks wrote as strings before they were typed.
+    #[test]
+    fn set_errors_read_as_before() {
+        let not_hex = parse_public_key("0xzz").unwrap_err();
+        assert!(matches!(not_hex, KeyError::NotHex(_)));
+        assert!(not_hex.to_string().starts_with("not hex: "), "{not_hex}");
+        let short = parse_public_key("0x0102").unwrap_err();
+        assert!(matches!(short, KeyError::NotPublicKey(_)));
+        assert!(short.to_string().starts_with("not an ed25519 public key: "), "{short}");
+        let named = ValidatorsError::ValidatorKey { name: "v1".into(), source: not_hex };
+        assert!(named.to_string().starts_with("validator v1: not hex: "), "{named}");
+        let named = ValidatorsError::FollowerKey { name: "f0".into(), source: short };
+        assert!(named.to_string().starts_with("follower f0: not an ed25519 public key: "), "{named}");
+        let cases = [
+            (ValidatorsError::NoValidators, "no [[validator]] entries"),
+            (
+                ValidatorsError::ZeroLimit,
+                "rules: block_gas_limit, max_block_txs, max_block_bytes and max_tx_size_bytes must be > 0",
+            ),
+            (ValidatorsError::DuplicateKey, "a public key appears twice"),
+            (ValidatorsError::DuplicateP2pAddr, "a p2p_addr appears twice"),
+            (ValidatorsError::FollowerIsValidator { name: "f1".into() }, "follower f1 has a validator's key"),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+        }
+        let in_file = SetError::Set { path: "v.toml".into(), source: ValidatorsError::DuplicateKey };
+        assert_eq!(in_file.to_string(), "v.toml: a public key appears twice");
     }
 
     #[cfg(unix)]

@@ -8,6 +8,8 @@
 use alloy_primitives::Bytes;
 use sluice_state::StoreError;
 
+use crate::trace_limits::TraceOptionError;
+
 /// Why execution, a call or a gas estimate failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -35,6 +37,9 @@ pub enum ExecError {
     /// (`trace_limits`); the message is geth's or names the limit.
     #[error("{0}")]
     TraceStopped(String),
+    /// A trace option geth refuses; the message is geth's.
+    #[error(transparent)]
+    TraceOption(#[from] TraceOptionError),
     /// A call, estimate or access list passed its deadline; the message is
     /// geth's (`execution aborted (timeout = 5s)`).
     #[error("{0}")]

@@ -167,7 +167,7 @@ fn traced(
     // What revm-inspectors does not read of a prestateTracer's options.
     let prestate = match &opts.tracer {
         Some(GethDebugTracerType::BuiltInTracer(GethDebugBuiltInTracerType::PreStateTracer)) => {
-            Some(PrestateOptions::from_config(&opts.tracer_config.0).map_err(ExecError::InvalidCall)?)
+            Some(PrestateOptions::from_config(&opts.tracer_config.0)?)
         }
         _ => None,
     };

@@ -6,6 +6,8 @@ use alloy_primitives::{Address, KECCAK256_EMPTY};
 use alloy_rpc_types_trace::geth::{AccountState, DefaultFrame, PreStateFrame, PreStateMode, StructLog};
 use revm::{bytecode::opcode::OpCode, state::EvmState, DatabaseRef};
 
+use crate::trace_limits::TraceOptionError;
+
 /// The accounts geth's `prestateTracer` looks up besides those execution
 /// touched (`OnTxStart` in `eth/tracers/native/prestate.go`): the sender,
 /// the recipient (none for a creation: geth drops the created account
@@ -32,10 +34,10 @@ pub(crate) struct PrestateOptions {
 impl PrestateOptions {
     /// Reads them from a `prestateTracer`'s `tracerConfig`; geth refuses
     /// `includeEmpty` with `diffMode` (`newPrestateTracer`).
-    pub(crate) fn from_config(config: &serde_json::Value) -> Result<PrestateOptions, String> {
+    pub(crate) fn from_config(config: &serde_json::Value) -> Result<PrestateOptions, TraceOptionError> {
         let flag = |name: &str| config.get(name).and_then(serde_json::Value::as_bool).unwrap_or(false);
         if flag("diffMode") && flag("includeEmpty") {
-            return Err("cannot use diffMode with includeEmpty".into());
+            return Err(TraceOptionError::DiffModeWithIncludeEmpty);
         }
         Ok(PrestateOptions { include_empty: flag("includeEmpty"), code_enabled: !flag("disableCode") })
     }

@@ -44,13 +44,31 @@ pub struct TraceLimits {
     pub memory_limit_bytes: u64,
 }
 
+/// A trace option geth refuses. The texts are geth's, since clients
+/// compare them; the RPC layer answers them with -32000 (`rpc::trace`'s
+/// `timeout` for the duration, `ExecError`'s conversion for the rest).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceOptionError {
+    /// `timeout` is not a Go duration; the text is `time.ParseDuration`'s.
+    #[error("time: invalid duration \"{0}\"")]
+    InvalidDuration(String),
+    /// A `prestateTracer` asked for `diffMode` and `includeEmpty`, which
+    /// geth's `newPrestateTracer` refuses together.
+    #[error("cannot use diffMode with includeEmpty")]
+    DiffModeWithIncludeEmpty,
+}
+
 /// A trace's timeout: `default` unless the call's `timeout` option (a Go
 /// duration such as `"10s"` or `"1.5s"`) asks otherwise, never above
 /// `max`; the option must parse.
-pub fn trace_timeout(option: Option<&str>, default: Duration, max: Duration) -> Result<Duration, String> {
+pub fn trace_timeout(
+    option: Option<&str>,
+    default: Duration,
+    max: Duration,
+) -> Result<Duration, TraceOptionError> {
     let timeout = match option {
         None => default,
-        Some(s) => parse_go_duration(s).ok_or_else(|| format!("time: invalid duration \"{s}\""))?,
+        Some(s) => parse_go_duration(s).ok_or_else(|| TraceOptionError::InvalidDuration(s.to_owned()))?,
     };
     Ok(timeout.min(max))
 }
@@ -398,6 +416,7 @@ mod tests {
         assert_eq!(trace_timeout(Some("1m"), d, max).unwrap(), max, "capped");
         assert_eq!(trace_timeout(Some("10ms"), d, max).unwrap(), Duration::from_millis(10));
         let e = trace_timeout(Some("soon"), d, max).unwrap_err();
-        assert_eq!(e, "time: invalid duration \"soon\"");
+        assert_eq!(e, TraceOptionError::InvalidDuration("soon".into()));
+        assert_eq!(e.to_string(), "time: invalid duration \"soon\"");
     }
 }

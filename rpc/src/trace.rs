@@ -112,7 +112,8 @@ pub(crate) fn timeout(s: &RpcState, method: &str, p: &Params<'_>) -> Result<Dura
         Duration::from_millis(s.limits.trace_timeout_ms),
         Duration::from_millis(s.limits.trace_max_timeout_ms),
     )
-    .map_err(|e| RpcError::new(SERVER_ERROR, e))
+    // geth answers a bad option with -32000 and its parser's text.
+    .map_err(|e| RpcError::new(SERVER_ERROR, e.to_string()))
 }
 
 /// A committed block's applied transactions, in order.

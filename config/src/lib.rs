@@ -1,18 +1,17 @@
 //! sluice's configuration, layered (later wins):
 //!
-//! 1. built-in defaults ([`Config::default`], equal to `config/default.toml`),
-//! 2. `config/default.toml`, embedded in the binary,
-//! 3. the `--config FILE` file (TOML),
-//! 4. `SLUICE_*` environment variables, `__` separating sections
+//! 1. `config/default.toml`, embedded in the binary (alone, it is
+//!    [`Config::default`]),
+//! 2. the `--config FILE` file (TOML),
+//! 3. `SLUICE_*` environment variables, `__` separating sections
 //!    (`SLUICE_MEMPOOL__MAX_TXS=100000`),
-//! 5. command-line flags, passed as [`Overrides`].
+//! 4. command-line flags, passed as [`Overrides`].
 //!
 //! Unknown keys are errors, so a typo never silently falls back to a default.
 //! Every limit has its unit in its name.
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use alloy_primitives::Address;
 use serde::{Deserialize, Serialize};
 
 /// The embedded default configuration file.
@@ -109,154 +108,34 @@ pub struct Overrides {
     pub follow: Option<bool>,
 }
 
+/// The embedded `config/default.toml`, the one place the defaults are
+/// written, so the file operators read and the values a bare `Config`
+/// holds cannot disagree.
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            chain: ChainConfig {
-                chain_id: 31337,
-                spec: Spec::Osaka,
-                coinbase: Address::ZERO,
-                base_fee_wei: 1_000_000_000,
-                block_gas_limit: 150_000_000,
-                genesis_file: PathBuf::new(),
-                dev_accounts: 10,
-                dev_balance_eth: 10_000,
-                mnemonic: TEST_MNEMONIC.into(),
-                synthetic_accounts: 0,
-            },
-            rpc: RpcConfig {
-                addr: SocketAddr::from(([127, 0, 0, 1], 8545)),
-                workers: None,
-                max_request_body_bytes: 5 * 1024 * 1024,
-                max_batch_len: 1000,
-                max_response_bytes: 25 * 1024 * 1024,
-                max_connections_per_worker: 512,
-                keep_alive_ms: 30_000,
-                client_request_timeout_ms: 5_000,
-                read_timeout_ms: 30_000,
-                write_timeout_ms: 30_000,
-                vhosts: "localhost".into(),
-                max_logs_block_range: 10_000,
-                max_logs_results: 20_000,
-                max_fee_history_blocks: 1024,
-                ots_max_page_txs: 25,
-                trace_filter_max_blocks: 100,
-                ws_max_connections: 256,
-                ws_max_subscriptions_per_connection: 128,
-                ws_max_lag_blocks: 64,
-                ws_send_timeout_ms: 10_000,
-                ws_ping_interval_ms: 30_000,
-                cors_origins: "*".into(),
-                pending_feed_txs: 8192,
-                finalized_feed_blocks: 1024,
-                finalized_feed_max_subscribers: 16,
-                send_sync_timeout_ms: 2_000,
-                send_sync_max_timeout_ms: 60_000,
-                max_filters: 1024,
-                max_filters_per_client: 256,
-                ws_max_connections_per_client: 64,
-                filter_timeout_ms: 300_000,
-                trace_timeout_ms: 5_000,
-                trace_max_timeout_ms: 30_000,
-                trace_max_bytes: 25 * 1024 * 1024,
-                gas_cap: 50_000_000,
-                evm_timeout_ms: 5_000,
-                evm_memory_limit_bytes: 256 * 1024 * 1024,
-                call_workers: None,
-                call_queue_calls: 16,
-                call_workers_nice: 10,
-                call_workers_sched_idle: false,
-                batch_timeout_ms: 25_000,
-                apis: "eth,net,web3,txpool,debug,trace,ots,erigon,consensus".into(),
-                allow_unsafe_public_bind: false,
-            },
-            metrics: MetricsConfig { addr: SocketAddr::from(([127, 0, 0, 1], 9545)) },
-            mempool: MempoolConfig {
-                shards: 4,
-                max_txs: 50_000,
-                max_bytes: 64 * 1024 * 1024,
-                max_txs_per_sender: 1024,
-                max_future_txs_per_sender: 64,
-                max_future_txs: 1024,
-                future_tx_lifetime_ms: 3 * 3600 * 1000,
-                price_bump_percent: 10,
-                max_tx_size_bytes: 128 * 1024,
-                journal: true,
-                journal_max_bytes: 256 * 1024 * 1024,
-            },
-            producer: ProducerConfig {
-                block_time_ms: 200,
-                max_block_txs: 5000,
-                max_block_bytes: 16 * 1024 * 1024,
-                idle_block_interval_ms: 1000,
-            },
-            pipeline: PipelineConfig {
-                admission_mailbox_msgs: 1024,
-                shard_mailbox_msgs: 1024,
-                producer_mailbox_msgs: 64,
-                prepare_mailbox_blocks: 2,
-                prepare_ahead_blocks: 2,
-                commit_mailbox_blocks: 2,
-                prepare_workers: None,
-                recovery_workers: None,
-                recovery_queue_txs: 4096,
-                prepared_cache_txs: 131_072,
-                thread_budget: None,
-                execute_workers: None,
-                occ_min_block_txs: 64,
-                occ_lanes_while_admitting: false,
-            },
-            store: StoreConfig {
-                data_dir: PathBuf::from("./sluice-data"),
-                sync_every_blocks: 1,
-                cache_blocks: 128,
-                db_cache_bytes: 256 * 1024 * 1024,
-                db_write_buffer_bytes: 128 * 1024 * 1024,
-                db_worker_threads: 1,
-                account_cache_bytes: 128 * 1024 * 1024,
-                storage_cache_bytes: 128 * 1024 * 1024,
-                code_cache_bytes: 64 * 1024 * 1024,
-                mode: StoreMode::Full,
-                history_blocks: 10_064,
-                block_retention_blocks: 100_000,
-                address_index: false,
-                inject_commit_failure_at_height: 0,
-                inject_app_hash_divergence_at_height: 0,
-            },
-            faults: FaultsConfig { failpoints: String::new(), debug_rpc: false },
-            supervision: SupervisionConfig { max_failures: 5, window_ms: 10_000, retry_backoff_ms: 10 },
-            consensus: ConsensusConfig {
-                validators_file: PathBuf::new(),
-                key_file: PathBuf::new(),
-                p2p_listen: SocketAddr::from(([127, 0, 0, 1], 26650)),
-                followers_file: PathBuf::new(),
-                leader_timeout_ms: 1500,
-                certification_timeout_ms: 2000,
-                timeout_retry_ms: 1000,
-                skip_timeout_ms: 2500,
-                fetch_timeout_ms: 2000,
-                p2p_ping_interval_ms: 500,
-                p2p_idle_timeout_ms: 2000,
-                p2p_dial_timeout_ms: 1000,
-                p2p_reconnect_cooldown_ms: 250,
-                empty_block_wait_ms: 1000,
-                max_exec_lag_blocks: 8,
-                max_pending_acks: 16,
-                worker_threads: None,
-                votes_per_second_per_peer: 1024,
-                blocks_per_second_per_peer: 128,
-                gossip_batches_per_second_per_peer: 400,
-                gossip_interval_ms: 5,
-                gossip_batch_max_txs: 2_000,
-                gossip_batch_max_bytes: 1 << 20,
-                gossip_queue_txs: 20_000,
-            },
-            follower: FollowerConfig { enabled: false, upstreams: String::new() },
-        }
+        // `Default` cannot fail, and need not: the text is compiled into
+        // the binary, so whether it parses is settled when the crate is
+        // built, not by the machine or the user running it. The unit test
+        // `the_embedded_default_toml_parses_and_validates` runs this very
+        // parse, so a build whose tests pass cannot panic here.
+        Config::embedded().expect("the embedded default.toml parses (unit-tested)")
     }
 }
 
 impl Config {
+    /// The first layer, the embedded `default.toml`: [`Config::load`]
+    /// builds on it and [`Config::default`] is it alone.
+    fn defaults() -> config::ConfigBuilder<config::builder::DefaultState> {
+        use config::{File, FileFormat};
+        config::Config::builder().add_source(File::from_str(DEFAULT_TOML, FileFormat::Toml))
+    }
+
+    /// The embedded `default.toml` alone, parsed the way [`Config::load`]
+    /// parses it (not validated: `load` validates what the layers make).
+    fn embedded() -> Result<Config, ConfigError> {
+        Ok(Config::defaults().build()?.try_deserialize()?)
+    }
+
     /// Loads the layers: embedded defaults, then `file`, then the environment
     /// (`env`: pairs such as `("SLUICE_RPC__ADDR", "...")`, normally
     /// `std::env::vars()`), then `overrides`.
@@ -268,8 +147,7 @@ impl Config {
         use config::{Environment, File, FileFormat};
         let env_map: std::collections::HashMap<String, String> =
             env.into_iter().filter(|(k, _)| k.starts_with("SLUICE_")).collect();
-        let mut builder =
-            config::Config::builder().add_source(File::from_str(DEFAULT_TOML, FileFormat::Toml));
+        let mut builder = Config::defaults();
         if let Some(path) = file {
             builder = builder.add_source(File::from(path).format(FileFormat::Toml).required(true));
         }
@@ -703,10 +581,19 @@ mod tests {
         Vec::new()
     }
 
+    /// What makes `Config::default`'s `expect` safe: the embedded file
+    /// parses (it is the same text in every build of this crate), and it
+    /// is a configuration the node accepts.
     #[test]
-    fn embedded_default_toml_equals_builtin_defaults() {
+    fn the_embedded_default_toml_parses_and_validates() {
+        let embedded = Config::embedded().unwrap();
+        embedded.validate().unwrap();
+        assert_eq!(embedded, Config::default());
         let cfg = Config::load(None, no_env(), &Overrides::default()).unwrap();
         assert_eq!(cfg, Config::default());
+        // Spot checks that the file is the one the docs describe.
+        assert_eq!((cfg.chain.chain_id, cfg.chain.mnemonic.as_str()), (31337, TEST_MNEMONIC));
+        assert_eq!(cfg.rpc.addr, SocketAddr::from(([127, 0, 0, 1], 8545)));
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod engine;
 mod feed;
 mod follower;
 mod gossip;
-pub mod liveness;
+pub mod idle_links;
 pub mod metrics;
 pub mod proposals;
 pub mod rules;

@@ -27,7 +27,7 @@ use sluice_messages::SealedBlock;
 use crate::{
     backend::Backend,
     engine::{self, channel, Channels, Role, Setup, Timeouts},
-    liveness::Idle,
+    idle_links::Idle,
     validators::{KeyError, ValidatorSet, ValidatorsError},
 };
 
@@ -99,7 +99,7 @@ pub struct ValidatorConfig {
     pub archive_retention_blocks: Option<std::num::NonZeroU64>,
 }
 
-/// How the p2p layer keeps its connections honest (see [`crate::liveness`]).
+/// How the p2p layer keeps its connections honest (see [`crate::idle_links`]).
 #[derive(Debug, Clone, Copy)]
 pub struct LinkTimeouts {
     /// How often each connection is pinged.

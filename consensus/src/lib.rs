@@ -2,23 +2,20 @@
 //! for votes, marshal for block dissemination, ordering, persistence and
 //! backfill), over authenticated, encrypted TCP; or as a follower of them
 //! (marshal alone, fed with verified finalizations: `follower.rs`).
+//! Where this sits in the node's pipeline: ARCHITECTURE.md, "Consensus".
 //!
-//! Every commonware type stays inside this crate: the node reaches
-//! consensus through [`run::spawn`] and consensus reaches the node through
-//! the [`Backend`] trait, in plain sluice types.
+//! Every commonware type stays inside this crate. The node starts
+//! consensus with [`run::spawn`]; consensus reaches the node only through
+//! the [`Backend`] trait, in plain sluice types: it asks for a proposal
+//! ([`Backend::build`]) and hands on each finalized block once, in order
+//! ([`Backend::deliver`]), acknowledging it to marshal only once the node
+//! has committed it, so a restart redelivers what was not committed.
 //!
-//! ```text
-//!  leader:   producer ──Build──▶ SluiceApp::propose ──▶ simplex (votes) ──▶ finalized
-//!  others:   SluiceApp::verify (rules, timestamp, every tx decoded + recovered +
-//!            stateless admission rules, declared gas <= block's, state reference; no execution)
-//!  all:      marshal ──Update::Block(ack)──▶ Sink ──▶ forwarder ──▶ prepare → execute → commit ──▶ ack
-//! ```
-//!
-//! Only finalized blocks execute, in order, exactly once. Execution is
-//! agreed on afterwards: each header carries a state reference, an earlier
-//! height's app hash as its proposer computed it; the other validators
-//! refuse a proposal whose reference disagrees with their own, and a node whose own
-//! app hash disagrees with a finalized reference halts (store commit).
+//! Execution is agreed on afterwards: each header carries a state
+//! reference, an earlier height's app hash as its proposer computed it;
+//! the other validators refuse a proposal whose reference disagrees with
+//! their own, and a node whose own app hash disagrees with a finalized
+//! reference halts (store commit).
 
 mod app;
 mod archives;

@@ -127,7 +127,7 @@ pub(crate) async fn refuse_immutable_archives<E: Storage>(
                     let dir = dir.map_or_else(|| "(in memory)".to_string(), |d| d.display().to_string());
                     return Err(EngineError::OlderArchives { dir, partition });
                 }
-                // Missing or empty: nothing of the old layout here.
+                // Missing or empty: no immutable archive here.
                 Ok(_) | Err(commonware_runtime::Error::PartitionMissing(_)) => {}
                 Err(e) => return Err(EngineError::Scan { partition, source: e }),
             }

@@ -197,7 +197,7 @@ pub enum EngineError {
     OlderArchives {
         /// The consensus storage directory.
         dir: String,
-        /// One partition of the old layout found there.
+        /// One partition of the immutable archives found there.
         partition: String,
     },
     /// The storage could not be listed.
@@ -270,8 +270,8 @@ where
     let me = setup.key.public_key();
     let page_cache = CacheRef::new(PAGE_SIZE, PAGE_CACHE_PAGES);
     let prefix = setup.partition.clone();
-    // Before anything opens a partition: the old layout's metadata
-    // partitions would otherwise be read as the new archives'.
+    // Before anything opens a partition: the immutable archives' metadata
+    // partitions would otherwise be read as the prunable archives'.
     archives::refuse_immutable_archives(ctx, &prefix, setup.storage_dir.as_deref()).await?;
     let limits = setup.rules.limits();
 
@@ -394,8 +394,8 @@ where
     }
     handles.push(marshal_actor.start(sink, buffer, resolver));
     // Nothing to prune and no disk to measure (the simulation keeping
-    // everything): no task, so runs without a retention are scheduled
-    // exactly as before it existed.
+    // everything): no task, since even an idle one would change the
+    // deterministic schedule, and so what each seed of such a run replays.
     if setup.archive_retention_blocks.is_some() || setup.storage_dir.is_some() {
         let (marshal, backend) = (marshal.clone(), setup.backend.clone());
         let keeper = archives::ArchiveKeeper {

@@ -5,7 +5,7 @@
 //! N+1 executes while block N is being committed; the commit mailbox holds
 //! `commit_mailbox_blocks`, which bounds the overlay too. Execution goes
 //! through the [`BlockExecutor`] interface: the node hands it an
-//! [`sluice_executor::OccExecutor`] (built in `node/spawn.rs`), whose outcome
+//! [`sluice_executor::ParallelExecutor`] (built in `node/spawn.rs`), whose outcome
 //! equals the sequential executor's.
 //!
 //! Faults are handled by [`run_blocking`]. A retry of the same block is

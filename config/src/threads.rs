@@ -13,7 +13,7 @@
 //! core per pool (PERFORMANCE.md, "One thread budget"): a pool that waits
 //! for another (the HTTP workers for recovery) leaves its core idle, and
 //! the one waiting for threads to be scheduled, lanes handing chunks on,
-//! now runs in order while admission works (`executor/src/occ/rule.rs`).
+//! now runs in order while admission works (`executor/src/parallel/rule.rs`).
 //!
 //! The weights follow where the time goes under load: recovering a
 //! sender (~40 us a transaction) is the largest job, executing and

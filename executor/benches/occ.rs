@@ -1,9 +1,9 @@
 //! Milliseconds per 5,000-transaction block: plain revm (`transact_commit`
 //! over a `CacheDB`), the sluice sequential executor (the oracle), the
 //! one-journal in-order executor, and the parallel executor with 1 worker
-//! and with 2: on lanes alone (`occ/lanes`), and as the node runs it
-//! (lanes, and per block the faster of lanes and in order, see
-//! `occ/adaptive.rs`), on four workloads; and the machine's ceiling for two workers
+//! and with 2: on lanes alone (`parallel/lanes`), and as the node runs it
+//! while admission is idle (lanes, in order for a while after lanes gave
+//! up, see `parallel/rule.rs`), on four workloads; and the machine's ceiling for two workers
 //! (how much more EVM work two independent revm runs at once get done than
 //! one). Every transaction is asserted to succeed, and every outcome to
 //! equal the oracle's. Each cell times the second of two blocks it runs
@@ -39,7 +39,7 @@ use revm::{
     state::{AccountInfo, Bytecode},
     ExecuteCommitEvm, MainBuilder, MainContext,
 };
-use sluice_executor::{execute_block, execute_block_one_journal, testing::MemState, OccExecutor};
+use sluice_executor::{execute_block, execute_block_one_journal, testing::MemState, ParallelExecutor};
 use sluice_messages::{PreparedBlock, PreparedTx};
 use sluice_txpool::Signer;
 
@@ -224,11 +224,11 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
     let b = block(1, u64::MAX / 4, txs);
     let oracle = execute_block(&w.mem, &cfg(), &b).unwrap();
     assert!(oracle.skipped.is_empty() && oracle.receipts.iter().all(|r| r.success), "{name}: a tx failed");
-    let occ1 = OccExecutor::new(cfg(), 1, 64);
-    let lanes2 = OccExecutor::new(cfg(), 2, 64);
+    let parallel1 = ParallelExecutor::new(cfg(), 1, 64);
+    let lanes2 = ParallelExecutor::new(cfg(), 2, 64);
     // As the node runs it while admission is idle (replay, a follower, a
     // burst's tail): lanes, in order for a while after lanes gave up.
-    let node2 = OccExecutor::new(cfg(), 2, 64).with_load(None);
+    let node2 = ParallelExecutor::new(cfg(), 2, 64).with_load(None);
     let mut times: [Vec<Duration>; 6] = Default::default();
     let mut modes = Vec::new();
     let mut ceiling = Vec::new();
@@ -261,7 +261,7 @@ fn bench(name: &str, (w, txs): (World, Vec<PreparedTx>), runs: usize) {
             assert!(same, "{name}: one journal differs from sequential");
         }
         let mut occ_times = [Duration::ZERO; 3];
-        for (i, exec) in [&occ1, &lanes2, &node2].into_iter().enumerate() {
+        for (i, exec) in [&parallel1, &lanes2, &node2].into_iter().enumerate() {
             if warm {
                 let first = exec.execute_block(&w.mem, &b).unwrap();
                 assert!(first.receipts.iter().all(|r| r.success), "{name}: a transaction failed");
@@ -370,7 +370,7 @@ fn revm_run_after(
 /// `OCC_BENCH_PROFILE=<workload>:<workers>`: only the parallel executor
 /// (lanes, not adaptive), in a loop, for a profiler; `<workers>` may also be `seq` (the oracle),
 /// `journal`, `revm`, `ceiling` (print the two-worker ceiling), or `pair`:
-/// the one journal and the 2-worker OCC executor alternating block by block,
+/// the one journal and the 2-worker parallel executor alternating block by block,
 /// medians and their ratio. On a noisy machine whole-process timings swing
 /// by a third within a minute; a ratio taken block by block holds.
 fn profile(spec: &str, workloads: &[Workload]) {
@@ -388,8 +388,8 @@ fn profile(spec: &str, workloads: &[Workload]) {
         return;
     }
     if workers == "pair" {
-        let exec = OccExecutor::new(cfg(), 2, 64);
-        let (mut journal, mut occ) = (Vec::new(), Vec::new());
+        let exec = ParallelExecutor::new(cfg(), 2, 64);
+        let (mut journal, mut parallel) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             let start = Instant::now();
             let out = execute_block_one_journal(&w.mem, &cfg(), &b).unwrap();
@@ -397,10 +397,10 @@ fn profile(spec: &str, workloads: &[Workload]) {
             assert!(out.skipped.is_empty() && out.receipts.iter().all(|r| r.success));
             let start = Instant::now();
             let out = exec.execute_block(&w.mem, &b).unwrap();
-            occ.push(start.elapsed());
+            parallel.push(start.elapsed());
             assert!(out.skipped.is_empty() && out.receipts.iter().all(|r| r.success));
         }
-        let (j, o) = (median(journal), median(occ));
+        let (j, o) = (median(journal), median(parallel));
         println!(
             "{spec}: one journal {j:.2} ms, OCC 2 workers {o:.2} ms per block; journal / OCC {:.3}",
             j / o
@@ -426,7 +426,7 @@ fn profile(spec: &str, workloads: &[Workload]) {
         println!("{spec}: {:.2} ms per block", start.elapsed().as_secs_f64() * 1e3 / f64::from(runs));
         return;
     }
-    let exec = OccExecutor::new(cfg(), workers.parse().unwrap(), 64);
+    let exec = ParallelExecutor::new(cfg(), workers.parse().unwrap(), 64);
     let start = Instant::now();
     let (mut spec_t, mut val_t, mut merge_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     for _ in 0..runs {

@@ -16,7 +16,7 @@
 //!
 //! # Which path a block takes
 //!
-//! [`OccExecutor::execute_block`], as the node configures it. The path is
+//! [`ParallelExecutor::execute_block`], as the node configures it. The path is
 //! chosen before anything executes; a block gets one attempt on it, and an
 //! attempt that gives up hands the block to the one journal, which is exact
 //! on every block (it settles around what a kept journal cannot reproduce,
@@ -27,16 +27,16 @@
 //!  block, on its parent's state
 //!    |
 //!    |-- fewer than min_parallel_txs ----------------+
-//!    |-- all plain transfers --> occ/scheduled/      |
+//!    |-- all plain transfers --> parallel/scheduled/ |
 //!    |                             | done            |
 //!    |                             | gave up: code, nonce or funds
 //!    |                             |   unexpected ---+
 //!    |-- one worker ---------------------------------+
 //!    |-- admission busy, or lanes gave up lately ----+
-//!    |     (occ/rule.rs)                             |
+//!    |     (parallel/rule.rs)                        |
 //!    |                                               |
 //!    v                                               v
-//!  lanes (occ/lanes/)                  one journal (journal/), exact,
+//!  lanes (parallel/lanes/)             one journal (journal/), exact,
 //!    | done                              settling where it must
 //!    | gave up: creation, self-destruct,             ^
 //!    |   EIP-7702, touched empty, gas left;          |
@@ -53,7 +53,7 @@
 //! - [`journal`]: in-order execution on one revm journal for the whole
 //!   block, settling where a kept journal cannot reproduce a deletion; the
 //!   path of every block that does not run in parallel.
-//! - [`occ`]: the parallel executor (scheduled transfers, lanes, the
+//! - [`parallel`]: the parallel executor (scheduled transfers, lanes, the
 //!   rule between lanes and in order), whose results equal the sequential executor's.
 //! - [`keccak`]: a KECCAK256 instruction that remembers recent 64-byte
 //!   preimages (mapping slots), installed by every executor but the oracle.
@@ -86,10 +86,10 @@ mod env;
 mod error;
 pub mod journal;
 pub mod keccak;
-pub mod occ;
 pub mod ots;
 mod overlay;
 pub mod overrides;
+pub mod parallel;
 pub mod parity;
 pub mod precompiles;
 mod prefetch;
@@ -112,7 +112,7 @@ pub use deadline::{CallLimits, Deadline};
 pub use env::{ExecConfig, Spec};
 pub use error::{revert_message, revert_reason, ExecError};
 pub use journal::execute_block_one_journal;
-pub use occ::{Load, OccExecutor};
+pub use parallel::{Load, ParallelExecutor};
 pub use sequential::execute_block;
 pub use stats::{ExecPath, ExecStats, InOrder};
 

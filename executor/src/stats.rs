@@ -22,11 +22,11 @@ pub enum ExecPath {
         because: InOrder,
     },
     /// A block of plain transfers, scheduled by footprint on the workers
-    /// (`occ/scheduled`). `speculate` is the time spent executing the
+    /// (`parallel/scheduled`). `speculate` is the time spent executing the
     /// groups and building each worker's share of the output, `validate`
     /// the time spent planning them, `merge` joining the shares.
     Scheduled,
-    /// A block of contract calls on lanes (`occ/lanes`): chunks of
+    /// A block of contract calls on lanes (`parallel/lanes`): chunks of
     /// transactions in order on each worker's own journal, corrected once
     /// the chunks before them are final. `reruns` counts the transactions
     /// executed again, `speculate` is the wall time and `validate` the time
@@ -71,10 +71,10 @@ pub enum InOrder {
     SmallBlock,
     /// Admission was recovering senders since the previous block of
     /// contract calls: its threads hold the cores lanes would hand chunks
-    /// between (`occ/rule.rs`).
+    /// between (`parallel/rule.rs`).
     Busy,
     /// Lanes gave up on a recent block of contract calls, and the blocks
-    /// after it run in order for a while (`occ/rule.rs`).
+    /// after it run in order for a while (`parallel/rule.rs`).
     GaveUpRecently,
     /// The parallel attempt gave up on something it does not model (lanes:
     /// a creation, a self-destruct, EIP-7702, an account empty at block

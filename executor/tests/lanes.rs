@@ -1,4 +1,4 @@
-//! Lanes (`occ/lanes`: chunks of transactions in order on
+//! Lanes (`parallel/lanes`: chunks of transactions in order on
 //! each worker's own journal, corrected once the chunks before them are
 //! final) against the sequential oracle.
 //!
@@ -9,7 +9,7 @@ mod common;
 
 use alloy_primitives::{Address, TxKind, U256};
 use common::{erc20, gen, *};
-use sluice_executor::{testing::MemState, ExecPath, InOrder, OccExecutor};
+use sluice_executor::{testing::MemState, ExecPath, InOrder, ParallelExecutor};
 use sluice_messages::{PreparedBlock, PreparedTx};
 use sluice_txpool::Signer;
 
@@ -24,8 +24,8 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn lanes(workers: usize) -> OccExecutor {
-    OccExecutor::new(cfg(), workers, 0)
+fn lanes(workers: usize) -> ParallelExecutor {
+    ParallelExecutor::new(cfg(), workers, 0)
 }
 
 /// Blocks that ran on lanes, and transactions they ran again.
@@ -36,7 +36,13 @@ struct Coverage {
     reruns: u64,
 }
 
-fn check(label: &str, state: &MemState, block: &PreparedBlock, execs: &[OccExecutor], cov: &mut Coverage) {
+fn check(
+    label: &str,
+    state: &MemState,
+    block: &PreparedBlock,
+    execs: &[ParallelExecutor],
+    cov: &mut Coverage,
+) {
     let expected = run(state, block);
     for exec in execs {
         let got = exec.execute_block(state, block).expect("block executes");
@@ -51,7 +57,7 @@ fn check(label: &str, state: &MemState, block: &PreparedBlock, execs: &[OccExecu
 #[test]
 fn random_blocks_on_lanes_match_sequential() {
     let _serial = one_at_a_time();
-    let execs: Vec<OccExecutor> = [2, 3, 8].into_iter().map(lanes).collect();
+    let execs: Vec<ParallelExecutor> = [2, 3, 8].into_iter().map(lanes).collect();
     let (mut mixed, mut plain) = (Coverage::default(), Coverage::default());
     for seed in seeds() {
         let len = 16 + (seed * 37 % 150) as usize;

@@ -9,12 +9,12 @@ mod common;
 
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use common::{gen, *};
-use sluice_executor::{testing::MemState, ExecPath, InOrder, OccExecutor};
+use sluice_executor::{testing::MemState, ExecPath, InOrder, ParallelExecutor};
 use sluice_messages::{PreparedBlock, PreparedTx};
 use sluice_state::{Account, StateReader, StoreError};
 
-fn occ(workers: usize) -> OccExecutor {
-    OccExecutor::new(cfg(), workers, 0)
+fn occ(workers: usize) -> ParallelExecutor {
+    ParallelExecutor::new(cfg(), workers, 0)
 }
 
 /// What the random blocks exercised, to keep the generator honest.
@@ -35,7 +35,7 @@ impl Coverage {
 }
 
 fn check_block(label: &str, state: &MemState, block: &PreparedBlock, cov: &mut Coverage) {
-    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
+    let execs: Vec<ParallelExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
     check_with(label, state, block, &execs, cov);
 }
 
@@ -45,7 +45,7 @@ fn check_with(
     label: &str,
     state: &MemState,
     block: &PreparedBlock,
-    execs: &[OccExecutor],
+    execs: &[ParallelExecutor],
     cov: &mut Coverage,
 ) {
     let expected = run(state, block);
@@ -70,7 +70,7 @@ fn check_with(
 fn random_blocks_match_sequential() {
     let seeds = seeds();
     let mut cov = Coverage::default();
-    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
+    let execs: Vec<ParallelExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
     for seed in &seeds {
         let len = 16 + (seed * 37 % 150) as usize;
         let s = gen::scenario(*seed, len);
@@ -104,7 +104,7 @@ fn random_hostile_blocks_match_sequential() {
         (0..200).collect()
     };
     let mut cov = Coverage::default();
-    let execs: Vec<OccExecutor> = [2, 3].into_iter().map(occ).collect();
+    let execs: Vec<ParallelExecutor> = [2, 3].into_iter().map(occ).collect();
     for seed in &seeds {
         let len = 16 + (seed * 41 % 120) as usize;
         let s = gen::hostile_scenario(*seed, len);
@@ -125,7 +125,7 @@ fn random_hostile_blocks_match_sequential() {
 fn random_transfer_blocks_match_sequential() {
     let seeds = seeds();
     let mut cov = Coverage::default();
-    let execs: Vec<OccExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
+    let execs: Vec<ParallelExecutor> = [1, 2, 3, 8].into_iter().map(occ).collect();
     for seed in &seeds {
         let len = 8 + (seed * 53 % 200) as usize;
         let s = gen::transfer_scenario(*seed, len);
@@ -322,7 +322,7 @@ fn a_block_that_turns_contended_is_exact_either_way() {
 #[test]
 fn small_blocks_and_unsupported_coinbase_changes_run_sequentially() {
     let (state, b) = distinct_transfers(10);
-    let exec = OccExecutor::new(cfg(), 2, 64);
+    let exec = ParallelExecutor::new(cfg(), 2, 64);
     let got = exec.execute_block(&state, &b).expect("executes");
     assert_eq!(got.stats.path, ExecPath::Journal { because: InOrder::SmallBlock });
     check_same("small", &state, &run(&state, &b), &got);
@@ -457,7 +457,7 @@ impl sluice_executor::Load for Admitting {
 #[test]
 fn the_load_rule_runs_both_modes_and_each_equals_sequential() {
     let load = std::sync::Arc::new(Admitting::default());
-    let exec = OccExecutor::new(cfg(), 2, 0).with_load(Some(load.clone()));
+    let exec = ParallelExecutor::new(cfg(), 2, 0).with_load(Some(load.clone()));
     let (mut modes, mut worked) = (Vec::new(), false);
     for seed in 0..24u64 {
         // Admission works before every other block.

@@ -10,7 +10,7 @@ use alloy_primitives::{address, hex, Address, Bytes, TxKind, U256};
 use common::*;
 use sluice_executor::{
     call, estimate_gas, execute_block, testing::MemState, BlockExecutor, CallRequest, ExecConfig, ExecError,
-    OccExecutor, Spec,
+    ParallelExecutor, Spec,
 };
 
 /// Returns CLZ of its 32-byte calldata word:
@@ -178,8 +178,8 @@ fn blocks_skip_a_transaction_over_the_gas_cap_on_osaka_only() {
         out.skipped[0].1
     );
     // The parallel executor agrees (its transfer path checks the cap too).
-    let mut occ = OccExecutor::new(cfg(), 2, 1);
-    let parallel = occ.execute(&state, &b).expect("executes");
+    let mut exec = ParallelExecutor::new(cfg(), 2, 1);
+    let parallel = exec.execute(&state, &b).expect("executes");
     assert_eq!(
         (parallel.receipts, parallel.skipped, parallel.changes),
         (out.receipts, out.skipped, out.changes)

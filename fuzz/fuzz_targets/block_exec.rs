@@ -14,7 +14,7 @@ use std::sync::Arc;
 use alloy_consensus::{TxEip1559, TypedTransaction};
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use libfuzzer_sys::fuzz_target;
-use sluice_executor::{testing::MemState, ExecConfig, OccExecutor};
+use sluice_executor::{testing::MemState, ExecConfig, ParallelExecutor};
 use sluice_messages::{BlockHeader, PreparedBlock, SealedBlock};
 use sluice_txpool::{prepare_block, PreparedTxCache, Signer};
 
@@ -152,7 +152,7 @@ fuzz_target!(|data: &[u8]| {
     let cfg = ExecConfig::new(CHAIN_ID);
     let expected = sluice_executor::execute_block(&state, &cfg, &block);
     for workers in [2, 3] {
-        let got = OccExecutor::new(cfg, workers, 0).execute_block(&state, &block);
+        let got = ParallelExecutor::new(cfg, workers, 0).execute_block(&state, &block);
         match (&expected, &got) {
             (Ok(e), Ok(g)) => {
                 assert_eq!(e.receipts, g.receipts, "{workers} workers: receipts differ");

@@ -2,7 +2,7 @@
 //!
 //! Canonical order: accounts sorted by address, slots sorted by key. The app
 //! hash is computed from this structure directly, and two executors (the
-//! sequential oracle and the OCC executor) must produce equal change sets.
+//! sequential oracle and the parallel executor) must produce equal change sets.
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 

@@ -14,7 +14,7 @@ use std::{
 use actix::prelude::*;
 use alloy_primitives::Bytes;
 use sluice_config::Config;
-use sluice_executor::{ExecConfig, OccExecutor};
+use sluice_executor::{ExecConfig, ParallelExecutor};
 use sluice_store::{ChainEvents, StateReader, Store, StoredBlock};
 use sluice_txpool::{AdmissionRules, PendingTxs, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
@@ -173,14 +173,14 @@ pub(super) fn spawn_execute(
     let (store, committed) = (Arc::clone(&shared.store), Arc::clone(&shared.committed));
     let (workers, min_txs) = (p.execute_workers(), p.occ_min_block_txs);
     // Blocks of contract calls run in order while admission works, unless
-    // configured otherwise (see `occ/rule.rs`).
+    // configured otherwise (see `parallel/rule.rs`).
     let load = (!p.occ_lanes_while_admitting)
         .then(|| Arc::new(recovery_taken.clone()) as Arc<dyn sluice_executor::Load>);
     Executor::start_in_arbiter(&arbiter.handle(), move |_| {
-        // The OCC executor runs small blocks in order itself and equals
+        // The parallel executor runs small blocks in order itself and equals
         // the sequential executor on every block.
-        let occ = OccExecutor::new(exec, workers, min_txs).with_load(load);
-        Executor::new(Box::new(occ), store, committed, commit, rx)
+        let parallel = ParallelExecutor::new(exec, workers, min_txs).with_load(load);
+        Executor::new(Box::new(parallel), store, committed, commit, rx)
     });
     arbiter
 }

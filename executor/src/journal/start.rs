@@ -2,7 +2,7 @@
 //! block-start state as revm's database ([`StartDb`], remembering what it
 //! served), each thread's tables kept from block to block, and the change
 //! set read off the journal at the block's end. Shared by the one journal
-//! (`journal/mod.rs`) and lanes (`occ/lanes/`).
+//! (`journal/mod.rs`) and lanes (`parallel/lanes/`).
 
 use std::cell::Cell;
 

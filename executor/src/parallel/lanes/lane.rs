@@ -21,7 +21,7 @@ use crate::{
     db::DbError,
     env::{block_env, cfg_env, spec_id, tx_env},
     journal::{change_set, sets_code, StartDb},
-    occ::fee::DeferredFee,
+    parallel::fee::DeferredFee,
     skip::refusal,
     ExecConfig, ExecError,
 };

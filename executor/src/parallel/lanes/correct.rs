@@ -16,7 +16,7 @@ use super::{
     lane::{gas_limit, Lane, Res, Run, Stop, Val},
     Applied, Final, Shared,
 };
-use crate::occ::threads::lock;
+use crate::parallel::threads::lock;
 
 /// A chunk being made final: what is final of it so far.
 pub(super) struct Making {

@@ -18,7 +18,7 @@ use std::{
 use alloy_primitives::{map::AddressMap, Address, U256};
 use sluice_messages::{PreparedBlock, PreparedTx};
 
-use crate::occ::transfer::{self, Plan, Rules, TRANSFER_GAS};
+use crate::parallel::transfer::{self, Plan, Rules, TRANSFER_GAS};
 
 /// Transactions per chunk of planning. Claimed one at a time, chunks let a
 /// worker that woke late, or runs on a busier core, do less of the work.

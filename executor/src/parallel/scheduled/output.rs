@@ -12,7 +12,7 @@ use alloy_primitives::Address;
 use sluice_messages::{AccountChange, PreparedBlock, PreparedTx, Receipt};
 
 use super::{plan::Schedule, Touched};
-use crate::occ::transfer::{Rules, TRANSFER_GAS};
+use crate::parallel::transfer::{Rules, TRANSFER_GAS};
 
 /// Where a touched account's entry is: its address's first eight bytes (as
 /// an integer in the same order), then the worker and the position in

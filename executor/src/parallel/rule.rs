@@ -3,7 +3,7 @@
 //!
 //! Both modes are exact, so the rule decides only speed. Lanes hand a
 //! block's chunks from thread to thread; they win while a second core is
-//! free (1.6-1.8x the one journal on the OCC bench) and lose while other
+//! free (1.6-1.8x the one journal on the `occ` bench) and lose while other
 //! stages keep every core busy, because each hand-off then waits for a
 //! thread to be scheduled (on 2 vCPUs under an ERC-20 load, ~33-42 ms a
 //! block on lanes against ~11-13 ms in order). So:

@@ -11,7 +11,7 @@ use sluice_messages::{PreparedBlock, PreparedTx};
 use sluice_state::StateReader;
 
 use super::{plan::Schedule, Failed};
-use crate::{db::DbError, occ::transfer::AccountValue};
+use crate::{db::DbError, parallel::transfer::AccountValue};
 
 /// An account a worker touched, as it is now. Only balance and nonce: an
 /// account with code never qualifies, and every touched account ends the

@@ -68,7 +68,7 @@ pub(crate) enum Attempt {
 
 /// The parallel executor behind [`BlockExecutor`].
 #[derive(Debug)]
-pub struct OccExecutor {
+pub struct ParallelExecutor {
     cfg: ExecConfig,
     workers: Workers,
     min_parallel_txs: usize,
@@ -79,13 +79,13 @@ pub struct OccExecutor {
     rule: Mutex<Rule>,
 }
 
-impl Clone for OccExecutor {
+impl Clone for ParallelExecutor {
     fn clone(&self) -> Self {
         Self::new(self.cfg, self.workers.len(), self.min_parallel_txs).with_load(lock(&self.rule).load())
     }
 }
 
-impl OccExecutor {
+impl ParallelExecutor {
     /// Blocks with fewer transactions run in order by default: below this,
     /// waking threads costs more than it saves.
     pub const DEFAULT_MIN_PARALLEL_TXS: usize = 64;
@@ -94,7 +94,7 @@ impl OccExecutor {
     /// least 1) that runs blocks of fewer than `min_parallel_txs`
     /// transactions in order.
     pub fn new(cfg: ExecConfig, workers: usize, min_parallel_txs: usize) -> Self {
-        OccExecutor {
+        ParallelExecutor {
             cfg,
             workers: Workers::new(workers),
             min_parallel_txs,
@@ -107,7 +107,7 @@ impl OccExecutor {
     /// recovery) moves between blocks: its threads then hold the cores
     /// lanes would hand chunks between. Without it (the default) they run
     /// on lanes unless lanes recently gave up. Both are exact; see
-    /// `occ/rule.rs`.
+    /// `parallel/rule.rs`.
     pub fn with_load(mut self, load: Option<Arc<dyn Load>>) -> Self {
         self.rule = Mutex::new(Rule::new(load));
         self
@@ -186,7 +186,7 @@ impl OccExecutor {
     }
 }
 
-impl BlockExecutor for OccExecutor {
+impl BlockExecutor for ParallelExecutor {
     fn execute(&mut self, state: &dyn StateReader, block: &PreparedBlock) -> Result<BlockOutcome, ExecError> {
         self.execute_block(state, block)
     }

@@ -14,10 +14,10 @@ use sluice_messages::BlockHeader;
 use sluice_state::StateReader;
 
 use crate::{
+    block_state::BlockState,
     call::{call_envs, halt_message, invalid_message, CallRequest},
     deadline::{CallLimits, Watch},
     env::block_env,
-    overlay::BlockState,
     revert_message, ExecConfig, ExecError,
 };
 

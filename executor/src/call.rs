@@ -24,10 +24,10 @@ use sluice_messages::{BlockHeader, Log};
 use sluice_state::StateReader;
 
 use crate::{
+    block_state::BlockState,
     db::normalize_code_hash,
     deadline::{CallLimits, Watch},
     env::{block_env, cfg_env},
-    overlay::BlockState,
     sequential::log,
     ExecConfig, ExecError,
 };

@@ -74,11 +74,12 @@
 //!   contract creations, from the same inspector's call arena.
 //! - [`trace_limits`]: a trace call's deadline and output bound.
 //! - `env` (private): translation of headers, config and transactions into
-//!   revm environments. `overlay` (private): the block's working state.
+//!   revm environments. `block_state` (private): the block's working state.
 //!   `prefetch` (private): the in-order loops' prefetch of the next
 //!   transactions. `skip` (private): revm's refusals as skip reasons.
 
 pub mod access_list;
+mod block_state;
 pub mod call;
 pub mod db;
 pub mod deadline;
@@ -87,7 +88,6 @@ mod error;
 pub mod journal;
 pub mod keccak;
 pub mod ots;
-mod overlay;
 pub mod overrides;
 pub mod parallel;
 pub mod parity;

@@ -28,8 +28,8 @@ use sluice_messages::{BlockHeader, RecoveredTx};
 use sluice_state::StateReader;
 
 use crate::{
+    block_state::BlockState,
     env::{block_env, cfg_env, tx_env},
-    overlay::BlockState,
     parity::{inspected, within, FRAMES},
     trace::{replay, stopped},
     trace_limits::{Budget, ParityRecords, TraceLimits},

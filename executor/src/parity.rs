@@ -37,8 +37,8 @@ use sluice_messages::{BlockHeader, RecoveredTx};
 use sluice_state::StateReader;
 
 use crate::{
+    block_state::BlockState,
     env::{block_env, cfg_env, tx_env},
-    overlay::BlockState,
     trace::{replay, stopped, RefDb, TracePosition},
     trace_limits::{Budget, ParityRecords, Stopped, TraceLimits},
     ExecConfig, ExecError,

@@ -61,8 +61,8 @@ use sluice_messages::{ChangeSet, Log, PreparedBlock, PreparedTx, Receipt, Recove
 use sluice_state::StateReader;
 
 use crate::{
+    block_state::BlockState,
     env::{block_env, cfg_env, tx_env},
-    overlay::BlockState,
     skip::refusal,
     BlockOutcome, ExecConfig, ExecError,
 };

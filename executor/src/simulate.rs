@@ -31,10 +31,10 @@ use sluice_messages::BlockHeader;
 use sluice_state::StateReader;
 
 use crate::{
+    block_state::BlockState,
     call::{call_envs, outcome, CallOutcome as Outcome, CallRequest},
     deadline::{CallLimits, Watch},
     env::{block_env, cfg_env},
-    overlay::BlockState,
     overrides::override_header,
     sequential::log,
     ExecConfig, ExecError,

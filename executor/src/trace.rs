@@ -26,10 +26,10 @@ use sluice_messages::{BlockHeader, RecoveredTx};
 use sluice_state::StateReader;
 
 use crate::{
+    block_state::BlockState,
     call::{call_envs, CallRequest},
     db::DbError,
     env::{block_env, cfg_env, tx_env},
-    overlay::BlockState,
     trace_geth::{self, PrestateOptions, TxLookups},
     trace_limits::{Budget, StepRecords, TraceLimits},
     ExecConfig, ExecError,

@@ -17,7 +17,7 @@
 //! Between the database write and the cache update a reader may see some of
 //! the committing block's values before the store's head moves to it. The
 //! executor reads that block's changes from its overlay until the commit
-//! returns (see [`crate::overlay`]), so it never sees the mix; an RPC read
+//! returns (see [`crate::uncommitted`]), so it never sees the mix; an RPC read
 //! at `latest` may, for the instant between the write and the head's move
 //! (reads at a named block go through the history: see
 //! [`crate::Store::state_at`]).

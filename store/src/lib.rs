@@ -21,7 +21,7 @@
 //!   blocks, receipts, state.
 //!
 //! Beside them: [`reader`] (the [`StateReader`] trait every state source
-//! implements, from `sluice-state`), [`overlay`] (executed-but-uncommitted
+//! implements, from `sluice-state`), [`uncommitted`] (executed-but-uncommitted
 //! blocks over the store), [`apphash`] (the chained blake3 app hash),
 //! [`genesis`] and [`genesis_json`] (dev and geth-style allocations),
 //! [`guard`] (a database library's panics on damaged files become errors),
@@ -38,8 +38,8 @@ pub mod genesis;
 pub mod genesis_json;
 pub mod guard;
 pub mod history;
-pub mod overlay;
 pub mod prune;
+pub mod uncommitted;
 /// The state-reading interface (the `sluice-state` crate).
 pub use sluice_state as reader;
 pub mod state;
@@ -52,6 +52,6 @@ pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter,
 pub use db::{DbLimits, SyncPolicy};
 pub use events::{ChainEvents, PendingFeed};
 pub use genesis::{Genesis, GenesisAccount, Synthetic};
-pub use overlay::{Layer, Overlay};
 pub use reader::{Account, Halt, StateReader, StoreError, EMPTY_CODE_HASH};
 pub use tables::StoredBlock;
+pub use uncommitted::{Layer, Overlay};

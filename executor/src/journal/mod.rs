@@ -4,7 +4,7 @@
 //! [`crate::sequential`] on every block.
 //!
 //! [`crate::sequential`] finalizes every transaction into a fresh state map
-//! and folds it into an overlay, as revm's `transact_commit` does. revm 43's
+//! and folds it into its block state, as revm's `transact_commit` does. revm 43's
 //! journal can instead carry state from one transaction to the next
 //! (`transact_one`: warmth and EIP-2200 original values are reset per
 //! transaction by its transaction id, a rejected transaction is discarded),
@@ -24,13 +24,13 @@
 //! SELFDESTRUCT (`watch.rs`), created a contract itself, or was served an
 //! account that exists empty; and before and after an EIP-7702
 //! transaction. Settling folds the journal into the sequential executor's
-//! overlay exactly as that transaction's commit would have (only the last
+//! block state exactly as that transaction's commit would have (only the last
 //! transaction can have created, destroyed or deleted anything), and the
-//! block goes on with a fresh journal over the overlay. An EIP-7702
+//! block goes on with a fresh journal over the block state. An EIP-7702
 //! transaction so runs alone on a fresh journal, as in the sequential
 //! executor. A block without any of these never settles and reads its
 //! change set off the one journal; one that settles reads it off the
-//! overlay. `tests/journal.rs` checks both against the oracle on the
+//! block state. `tests/journal.rs` checks both against the oracle on the
 //! randomized blocks.
 
 mod start;
@@ -48,9 +48,9 @@ use sluice_state::StateReader;
 pub(crate) use start::{change_set, install, keep_tables, sets_code, take_tables, StartDb};
 
 use crate::{
+    block_state::BlockState,
     db::DbError,
     env::{block_env, cfg_env},
-    overlay::BlockState,
     sequential::Tally,
     BlockOutcome, ExecConfig, ExecError,
 };
@@ -130,11 +130,11 @@ fn settled(
     every: bool,
 ) -> Result<BlockOutcome, ExecError> {
     // Typically a sender and a recipient per transaction, plus the coinbase.
-    let mut overlay = BlockState::with_capacity(state, 2 * block.txs.len() + 1);
+    let mut block_state = BlockState::with_capacity(state, 2 * block.txs.len() + 1);
     if let Some(journal) = journal {
-        overlay.commit_journal(journal)?;
+        block_state.commit_journal(journal)?;
     }
-    let mut evm = evm(overlay, cfg, block);
+    let mut evm = evm(block_state, cfg, block);
     let mut settles = u32::from(journal.is_some());
     loop {
         let settle = run(&mut evm, block, &mut tally, &mut next, every)?;

@@ -172,7 +172,7 @@ impl Database for StartDb<'_> {
 
     fn storage(&mut self, address: Address, index: U256) -> Result<U256, DbError> {
         // An account absent at block start has no storage (the reader is
-        // not asked, as in the sequential overlay).
+        // not asked, as in the sequential executor's block state).
         let value = match self.accounts.get(&address) {
             Some(None) => U256::ZERO,
             _ => self.db.storage_ref(address, index)?,

@@ -107,7 +107,7 @@ pub(super) fn changes(
         if let Some(c) = coinbase.take_if(|c| c.address < *address) {
             changes.push(c.clone());
         }
-        // What the sequential overlay records for an account that plain
+        // What the sequential executor's block state records for an account that plain
         // transfers changed (see `Touched`).
         changes.push(AccountChange {
             address: *address,

@@ -1,4 +1,4 @@
-//! The block overlay: block-start state plus the effects of the transactions
+//! One block's state during execution: block-start state plus the effects of the transactions
 //! applied so far, remembering enough of the block-start values to produce
 //! the block's change set (see [`crate::sequential`] for its definition).
 
@@ -64,8 +64,8 @@ pub(crate) struct BlockState<'a> {
     served_empty: bool,
 }
 
-/// Loads an account into the overlay on first sight. A free function so the
-/// caller can keep using the overlay's other fields while holding the entry.
+/// Loads an account into the block state on first sight. A free function so the
+/// caller can keep using the block state's other fields while holding the entry.
 fn load<'m>(
     accounts: &'m mut AddressMap<Entry>,
     db: StateDb<'_>,
@@ -82,7 +82,7 @@ fn load<'m>(
 }
 
 impl<'a> BlockState<'a> {
-    /// An overlay with no changes yet, with room for `accounts` accounts
+    /// A block state with no changes yet, with room for `accounts` accounts
     /// (growing a map of large entries copies them all, so size it up front).
     pub(crate) fn with_capacity(state: &'a dyn StateReader, accounts: usize) -> Self {
         BlockState {

@@ -36,7 +36,8 @@ use actix::prelude::*;
 use alloy_primitives::{Address, B256};
 use tokio::sync::oneshot;
 
-use sluice_store::{ChainEvents, Halt, Store};
+use sluice_rpc::events::ChainEvents;
+use sluice_store::{Halt, Store};
 use sluice_txpool::PendingTxs;
 
 use crate::{

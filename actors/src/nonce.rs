@@ -28,7 +28,8 @@ use std::{
 
 use actix::prelude::*;
 use alloy_primitives::{Address, Bytes, B256};
-use sluice_store::{Account, ChainEvents, StateReader, Store, StoreError};
+use sluice_rpc::events::ChainEvents;
+use sluice_store::{Account, StateReader, Store, StoreError};
 use sluice_txpool::{
     Admitted, CommittedState, DropWhy, FutureLimits, Outbox, PendingTxs, PoolCounters, PreparedTxCache,
     ReservationLimits, Reservations, TxError,

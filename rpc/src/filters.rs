@@ -24,7 +24,7 @@
 //!
 //! A pending-transaction filter reports each transaction that entered the
 //! mempool since the last poll, once, from the pending feed
-//! (`sluice_store::PendingFeed`: the last `rpc.pending_feed_txs`); polled less
+//! (`crate::events::PendingFeed`: the last `rpc.pending_feed_txs`); polled less
 //! often than that, it misses the oldest.
 
 use std::{

@@ -12,12 +12,13 @@
 //!
 //! It depends on no actor system: it reads the store, and reaches the
 //! pipeline through the [`Pipeline`] handle the node gives it; committed
-//! heights come as [`sluice_store::ChainEvents`].
+//! heights come as [`events::ChainEvents`].
 
 pub mod calls;
 pub mod error;
 pub mod eth;
 pub mod eth_config;
+pub mod events;
 pub mod filters;
 pub mod finalized;
 pub mod format;
@@ -51,7 +52,7 @@ use sluice_executor::ExecConfig;
 use sluice_store::Store;
 use sluice_txpool::{AdmissionRules, PendingTxs};
 
-use sluice_store::ChainEvents;
+use events::ChainEvents;
 
 /// Everything an RPC worker needs, shared by all workers.
 pub struct RpcState {

@@ -12,7 +12,9 @@ use serde_json::Value;
 use sluice_config::RpcConfig;
 use sluice_executor::ExecConfig;
 use sluice_messages::RecoveredTx;
-use sluice_store::{ChainEvents, Store};
+use sluice_store::Store;
+
+use crate::events::ChainEvents;
 use sluice_txpool::{admit_stateless, AdmissionRules, TxError};
 
 use crate::{

@@ -24,16 +24,13 @@
 //! implements, from `sluice-state`), [`uncommitted`] (executed-but-uncommitted
 //! blocks over the store), [`apphash`] (the chained blake3 app hash),
 //! [`genesis`] and [`genesis_json`] (dev and geth-style allocations),
-//! [`guard`] (a database library's panics on damaged files become errors),
-//! [`events`] (committed heights, shutdown and the pending-transaction
-//! feed, published by the pipeline and read by the RPC layer).
+//! [`guard`] (a database library's panics on damaged files become errors).
 
 pub mod address_index;
 pub mod apphash;
 pub mod cache;
 pub mod chain;
 pub mod db;
-pub mod events;
 pub mod genesis;
 pub mod genesis_json;
 pub mod guard;
@@ -50,7 +47,6 @@ pub use address_index::{AddressPage, AddressScan};
 pub use cache::{CacheBytes, CacheStats};
 pub use chain::{genesis_sealed, CommitInfo, DurableOptions, LogEntry, LogFilter, StateAt, Store};
 pub use db::{DbLimits, SyncPolicy};
-pub use events::{ChainEvents, PendingFeed};
 pub use genesis::{Genesis, GenesisAccount, Synthetic};
 pub use reader::{Account, Halt, StateReader, StoreError, EMPTY_CODE_HASH};
 pub use tables::StoredBlock;

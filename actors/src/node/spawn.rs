@@ -15,7 +15,8 @@ use actix::prelude::*;
 use alloy_primitives::Bytes;
 use sluice_config::Config;
 use sluice_executor::{ExecConfig, ParallelExecutor};
-use sluice_store::{ChainEvents, StateReader, Store, StoredBlock};
+use sluice_rpc::events::ChainEvents;
+use sluice_store::{StateReader, Store, StoredBlock};
 use sluice_txpool::{AdmissionRules, PendingTxs, PoolCounters, PreparedTxCache};
 use tokio::sync::oneshot;
 

@@ -3,7 +3,7 @@
 //! through the same framing and limits as HTTP (`framing::respond`, then
 //! [`eth::dispatch`](super::eth::dispatch)) and serves `eth_subscribe` /
 //! `eth_unsubscribe` for `newHeads`, `logs` and `newPendingTransactions`, as
-//! geth does (the last from the pending feed, `sluice_store::PendingFeed`),
+//! geth does (the last from the pending feed, `crate::events::PendingFeed`),
 //! and `consensus_subscribe(["finalized", from?])`, the finalized-block
 //! feed followers follow ([`crate::finalized`]).
 //!
@@ -29,7 +29,7 @@
 //! past it), batches and replies by the HTTP limits.
 //!
 //! Nothing is buffered for a slow consumer: store commit publishes only the
-//! committed height ([`ChainEvents`](sluice_store::ChainEvents)); each
+//! committed height ([`ChainEvents`](crate::events::ChainEvents)); each
 //! connection reads the blocks it has not delivered yet from the store and
 //! queues at most actix-ws's 32 frames towards the socket. A connection that
 //! falls behind or stops reading is disconnected.

@@ -1,8 +1,8 @@
 //! Chain events for subscribers: the height of the last committed block,
 //! published by store commit, the node's shutdown, and the transactions
-//! entering the mempool. Here, beside the chain they describe, so the
-//! pipeline publishing them and the RPC layer reading them reach them
-//! without depending on each other.
+//! entering the mempool. Here, with the RPC layer that reads them: the
+//! pipeline publishing them (`sluice-actors`) already depends on this
+//! crate, and the store, which they describe, needs no channels.
 //!
 //! Only the height is published, on a `tokio::sync::watch` channel: it holds
 //! one value, so publishing never waits and never buffers, however slow a

@@ -25,10 +25,10 @@
 //!   admission recovers senders on the other cores, and for a while after
 //!   lanes gave up on a block.
 //!
-//! A multi-version (Block-STM) engine ran here until it no longer won a
-//! measured workload: lanes beat it on every contract workload of the
-//! bench, and what lanes decline it ran no faster than in order. Git has
-//! it (`executor/src/occ/engine.rs` before the commit that removed it).
+//! Why lanes and not a multi-version (Block-STM) engine: measured side by
+//! side, lanes beat it on every contract workload of the bench, and on
+//! what lanes decline it ran no faster than in order (git keeps it:
+//! `executor/src/occ/engine.rs`, before the commit that removed it).
 
 mod fee;
 mod lanes;

@@ -559,10 +559,16 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sluice-dashboards-")
     node = prom = None
     try:
-        # Small blocks still run on the parallel executor, so the OCC panels
-        # have data under this light load (the default runs blocks under 64
-        # transactions sequentially).
-        env = {"SLUICE_MEMPOOL__MAX_TXS_PER_SENDER": "32", "SLUICE_PIPELINE__OCC_MIN_BLOCK_TXS": "2"}
+        # Small blocks still run on the parallel executor, and blocks of
+        # contract calls on lanes while admission works, so the parallel
+        # executor's panels have data under this light load (by default
+        # blocks under 64 transactions run in order, and so do blocks of
+        # contract calls admitted while they execute).
+        env = {
+            "SLUICE_MEMPOOL__MAX_TXS_PER_SENDER": "32",
+            "SLUICE_PIPELINE__OCC_MIN_BLOCK_TXS": "2",
+            "SLUICE_PIPELINE__OCC_LANES_WHILE_ADMITTING": "true",
+        }
         ws_env = {"SLUICE_RPC__WS_MAX_CONNECTIONS": "2", "SLUICE_RPC__WS_PING_INTERVAL_MS": "1000"}
         with_ws = supported(args.node, {**env, **ws_env})
         if with_ws:

@@ -6,10 +6,7 @@ use std::{net::SocketAddr, path::PathBuf};
 use alloy_primitives::Address;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    threads::{pool_size, Pool},
-    Spec,
-};
+use crate::Spec;
 
 /// Fault injection: failpoints and the `debug_` namespace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -361,22 +358,23 @@ pub struct PipelineConfig {
 }
 
 impl PipelineConfig {
-    /// Block preparation's hashing and recovery threads: as configured,
-    /// else one per core or its share of the budget.
+    /// Block preparation's hashing and recovery threads: as configured
+    /// (a loaded [`crate::Config`] has a budget's share filled in), else
+    /// one per core.
     pub fn prepare_workers(&self) -> usize {
-        self.prepare_workers.unwrap_or_else(|| pool_size(Pool::Prepare, self.thread_budget))
+        self.prepare_workers.unwrap_or_else(crate::cores)
     }
 
-    /// Admission's recovery threads: as configured, else one per core or its
-    /// share of the budget.
+    /// Admission's recovery threads: as configured (or filled from the
+    /// budget at load), else one per core.
     pub fn recovery_workers(&self) -> usize {
-        self.recovery_workers.unwrap_or_else(|| pool_size(Pool::Recovery, self.thread_budget))
+        self.recovery_workers.unwrap_or_else(crate::cores)
     }
 
-    /// The parallel executor's threads: as configured, else one per core or its
-    /// share of the budget.
+    /// The parallel executor's threads: as configured (or filled from the
+    /// budget at load), else one per core.
     pub fn execute_workers(&self) -> usize {
-        self.execute_workers.unwrap_or_else(|| pool_size(Pool::Execute, self.thread_budget))
+        self.execute_workers.unwrap_or_else(crate::cores)
     }
 }
 

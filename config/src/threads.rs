@@ -61,11 +61,6 @@ pub fn share(pool: Pool, budget: usize) -> usize {
     (budget * pool.weight() / total_weight()).max(1)
 }
 
-/// `pool`'s threads: its share of `budget`, or one per core without one.
-pub fn pool_size(pool: Pool, budget: Option<usize>) -> usize {
-    budget.map_or_else(crate::cores, |budget| share(pool, budget))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
